@@ -1,0 +1,20 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Build the KVM selftests this workbench runs, plus its own guest programs
+# (tests/guest/*.c), from build/linux with the selftests library.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+tree=$top/build/linux
+out=$top/build/selftests
+hdr=$top/build/headers
+# Stock tests known to pass under nested TCG (see ../shared/background.md),
+# plus every test the series adds (listed in tests/selftests.list).
+mapfile -t tests < <(grep -v '^#' "$top/tests/selftests.list" | sed '/^$/d')
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/perf-kvm-ccache}
+make -s -C "$tree" O="$top/build/obj-headers" headers_install INSTALL_HDR_PATH="$hdr" >/dev/null
+targets=()
+for t in "${tests[@]}"; do targets+=("$out/$t"); done
+make -s -C "$tree/tools/testing/selftests/kvm" -f Makefile -f "$top/tests/guest/selftests.mk" \
+	CC="ccache gcc" OUTPUT="$out" KHDR_INCLUDES="-isystem $hdr/include" \
+	-j"$(nproc)" "${targets[@]}" wb-progs
+echo "selftests: ${#tests[@]} KVM selftests and $(ls "$out/wb" | wc -l) guest program(s) in $out"

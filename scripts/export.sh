@@ -1,0 +1,32 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Regenerate patches/ from base..HEAD of build/linux.  Unchanged commits give
+# byte-identical files.  The cover letter is built from patches/cover-letter.txt
+# (first line: subject; then the body), plus shortlog, diffstat and base.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+tree=$top/build/linux
+[ -z "$(git -C "$tree" status --porcelain --untracked-files=no)" ] ||
+	{ echo "export: build/linux has uncommitted changes; commit them first" >&2; exit 1; }
+n=$(git -C "$tree" rev-list --count base..HEAD)
+rm -f "$top"/patches/[0-9][0-9][0-9][0-9]-*.patch
+[ "$n" = 0 ] && { echo "export: no commits on top of base"; exit 0; }
+git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false -c format.signature= \
+	format-patch --quiet --numbered --no-signature --no-renames -o "$top/patches" base..HEAD
+cover=$top/patches/cover-letter.txt
+if [ -f "$cover" ]; then
+	first=$(git -C "$tree" rev-list --reverse base..HEAD | head -1)
+	{
+		echo "From $(printf '0%.0s' {1..40}) Mon Sep 17 00:00:00 2001"
+		git -C "$tree" log -1 --format='From: %an <%ae>' "$first"
+		echo "Subject: [PATCH 0/$n] $(head -1 "$cover")"
+		echo
+		tail -n +3 "$cover"
+		echo
+		git -C "$tree" shortlog base..HEAD
+		git -C "$tree" diff --stat=72 base..HEAD
+		echo
+		echo "base-commit: Debian linux-source-6.12 $(cat "$top/build/linux-source.version" 2>/dev/null)"
+	} > "$top/patches/0000-cover-letter.patch"
+fi
+echo "export: $n patch(es) in patches/"

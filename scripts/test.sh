@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The README's test command: install, build the tree with the series, the
+# kernel, perf and the KVM selftests, boot the VM, run KUnit (at boot), the
+# selftests and the scenarios in it, judge the results on the host.
+# Ends with 'N passed, N failed[, N skipped]'; exits non-zero on any failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+res=$top/build/results
+mkdir -p "$top/build"
+: > "$top/build/results.txt"
+t0=$(date +%s)
+stage() {	# stage <name> <command...>: run, time, stop on failure
+	local name=$1 s=$(date +%s) rc=0
+	shift
+	echo "== $name"
+	"$@" || rc=$?
+	echo "== $name: $(( $(date +%s) - s )) s$([ $rc = 0 ] || echo ", FAILED (rc $rc)")"
+	if [ $rc != 0 ]; then
+		echo "FAIL: stage $name" >> "$top/build/results.txt"
+		summary
+		exit 1
+	fi
+}
+summary() {
+	local p f s
+	p=$(grep -c '^PASS' "$top/build/results.txt")
+	f=$(grep -c '^FAIL' "$top/build/results.txt")
+	s=$(grep -c '^SKIP' "$top/build/results.txt")
+	grep -E '^(FAIL|SKIP)' "$top/build/results.txt" | sed 's/^/  /'
+	echo "total time: $(( $(date +%s) - t0 )) s"
+	echo "$p passed, $f failed$([ "$s" = 0 ] || echo ", $s skipped")"
+}
+record() { tee -a "$top/build/results.txt"; }
+
+# The tree is rebuilt whenever patches/ changed since it was made.
+tree_current() {
+	[ -f build/tree.stamp ] && [ "$(cat build/tree.stamp)" = "$(cat patches/*.patch 2>/dev/null | sha256sum)" ] &&
+		[ -z "$(git -C build/linux status --porcelain --untracked-files=no 2>/dev/null)" ]
+}
+make_tree() {
+	if tree_current; then echo "tree: build/linux is current with patches/"; return 0; fi
+	scripts/tree.sh && cat patches/*.patch 2>/dev/null | sha256sum > build/tree.stamp
+}
+
+stage deps scripts/deps.sh
+stage tree make_tree
+stage kernel scripts/build-kernel.sh host configs/host.config
+stage perf scripts/build-perf.sh
+stage selftests scripts/build-selftests.sh
+stage initramfs scripts/mkinitramfs.sh build/initramfs.cpio.gz
+stage vm scripts/run-vm.sh build/obj-host/arch/x86/boot/bzImage build/initramfs.cpio.gz \
+	"$res" 1500 selftests,baseline
+
+s=$(date +%s)
+echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
+if grep -qx yes "$res/kvm"; then echo "PASS: /dev/kvm present in the VM (kvm_amd loaded)"
+else echo "FAIL: /dev/kvm missing in the VM: kvm_amd did not load"; fi | record
+# KUnit: the boot log's TAP, parsed by the kernel's own parser.
+kunit=$(python3 build/linux/tools/testing/kunit/kunit.py parse "$res/console.log" 2>&1); krc=$?
+echo "$kunit" | grep -E '\[(PASSED|FAILED|SKIPPED|CRASHED)\]' | sed 's/\x1b\[[0-9;]*m//g' | tail -40
+kp=$(echo "$kunit" | sed -n 's/.*passed: \([0-9]*\).*/\1/p' | tail -1)
+if [ $krc = 0 ] && [ "${kp:-0}" -gt 0 ]; then echo "PASS: kunit: ${kp} test cases passed at boot"
+else echo "FAIL: kunit: parser exit $krc; $(echo "$kunit" | tail -3 | tr '\n' ' ')"; fi | record
+# KVM selftests.
+grep -v '^  ' "$res/selftests.log" || true
+while read -r t req; do
+	[ -z "$t" ] || [ "${t#\#}" != "$t" ] && continue
+	line=$(grep -E "^(ok|not ok|skip) $t( |$)" "$res/selftests.log")
+	case "$line" in
+	"ok "*) echo "PASS: selftest $t" ;;
+	"skip "*) if [ "$req" = required ]; then echo "FAIL: selftest $t skipped on the path that matters: ${line#skip $t}"
+		  else echo "SKIP: selftest $t: ${line#skip $t}"; fi ;;
+	"not ok "*) echo "FAIL: selftest $t: ${line#not ok $t}"; grep "^  $t:" "$res/selftests.log" | tail -15 ;;
+	*) echo "FAIL: selftest $t: no result" ;;
+	esac
+done < tests/selftests.list | record
+# Baseline scenario.
+cat "$res/baseline.log"
+expect=stock
+ls patches/0*.patch >/dev/null 2>&1 && expect=frames
+tests/host/check_baseline.py "$res/baseline.D" build/selftests/wb/guest_spin "$expect" | record
+# Splat gate, last: it covers everything that ran.
+tests/host/check_splats.sh "$res/console.log" | record
+echo "== results: $(( $(date +%s) - s )) s"
+summary
+! grep -q '^FAIL' build/results.txt

@@ -1,0 +1,16 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Run the KVM selftests listed in /tests/selftests.list; one result line each:
+#   ok <test> | not ok <test> (rc N) | skip <test> (reason)
+# Exit codes follow kselftest: 0 pass, 4 skip, anything else fails.
+cd /selftests || exit 1
+grep -v '^#' /tests/selftests.list | sed '/^$/d' | while read -r t; do
+	timeout 300 ./$t > /tmp/st.log 2>&1
+	rc=$?
+	sed "s|^|  $t: |" /tmp/st.log | tail -20
+	case $rc in
+	0) echo "ok $t" ;;
+	4) echo "skip $t ($(grep -m1 -i 'skip\|requirement' /tmp/st.log))" ;;
+	*) echo "not ok $t (rc $rc)" ;;
+	esac
+done
