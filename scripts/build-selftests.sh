@@ -17,4 +17,4 @@ for t in "${tests[@]}"; do targets+=("$out/$t"); done
 make -s -C "$tree/tools/testing/selftests/kvm" -f Makefile -f "$top/tests/guest/selftests.mk" \
 	CC="ccache gcc" OUTPUT="$out" KHDR_INCLUDES="-isystem $hdr/include" \
 	-j"$(nproc)" "${targets[@]}" wb-progs
-echo "selftests: ${#tests[@]} KVM selftests and $(ls "$out/wb" | wc -l) guest program(s) in $out"
+echo "selftests: ${#tests[@]} KVM selftests and $(find "$out/wb" -type f -perm -u+x | wc -l) guest program(s) in $out"

@@ -6,13 +6,13 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 tree=$top/build/linux
-[ -z "$(git -C "$tree" status --porcelain --untracked-files=no)" ] ||
-	{ echo "export: build/linux has uncommitted changes; commit them first" >&2; exit 1; }
+[ -z "$(git -C "$tree" status --porcelain)" ] ||
+	echo "export: WARNING: build/linux has uncommitted changes; they are not exported" >&2
 n=$(git -C "$tree" rev-list --count base..HEAD)
 rm -f "$top"/patches/[0-9][0-9][0-9][0-9]-*.patch
 [ "$n" = 0 ] && { echo "export: no commits on top of base"; exit 0; }
 git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false -c format.signature= \
-	format-patch --quiet --numbered --no-signature --no-renames -o "$top/patches" base..HEAD
+	format-patch --quiet --numbered --zero-commit --no-signature --no-renames -o "$top/patches" base..HEAD
 cover=$top/patches/cover-letter.txt
 if [ -f "$cover" ]; then
 	first=$(git -C "$tree" rev-list --reverse base..HEAD | head -1)

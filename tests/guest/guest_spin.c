@@ -25,6 +25,12 @@ static noinline void spin_leaf(void)
 {
 	unsigned long i;
 
+	/*
+	 * GCC 12 sets up no frame in a leaf function that needs no stack,
+	 * even with -mno-omit-leaf-frame-pointer; asking for the frame
+	 * address forces one, as a real leaf with locals would have.
+	 */
+	asm volatile("" :: "r"(__builtin_frame_address(0)));
 	for (i = 0; i < SPIN_ITERATIONS; i++)
 		spin_count++;
 }

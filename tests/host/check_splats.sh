@@ -4,7 +4,7 @@
 # VM's kernel log, and print each report.
 # usage: check_splats.sh <console.log>
 log=$1
-pattern='BUG:|WARNING:|sleeping function called from invalid context|suspicious RCU usage|possible recursive locking|possible circular locking|inconsistent lock state|Invalid wait context|lockdep|Call Trace|KASAN|UBSAN|general protection fault|Oops'
+pattern='BUG:|WARNING:|sleeping function called from invalid context|suspicious RCU usage|possible recursive locking|possible circular locking|inconsistent lock state|Invalid wait context|Call Trace|KASAN|UBSAN|general protection fault|Oops'
 # The console log is the complete kernel log (dmesg may have wrapped).
 hits=$(grep -cE "$pattern" "$log")
 if [ "$hits" != 0 ]; then
