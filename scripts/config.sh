@@ -6,7 +6,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 tree=$top/build/linux
-obj=$1; shift
+obj=$(realpath -m "$1"); shift
 frags=()
 abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do frags+=("$(abs "$1")"); shift; done
@@ -28,7 +28,8 @@ for f in "${frags[@]}"; do
 			"# "*) sym=${want#\# }; sym=${sym%% *}
 			       grep -q "^$sym=" "$obj/.config" || continue ;;
 			esac
-			echo "config: requested '$want' ($(basename "$f")) but .config has: $(grep -E "^(# )?${want%%=*}[= ]" "$obj/.config" || echo 'nothing')" >&2
+			sym=$(echo "$want" | grep -o 'CONFIG_[A-Za-z0-9_]*')
+			echo "config: requested '$want' ($(basename "$f")) but .config has: $(grep -E "^(# )?$sym[= ]" "$obj/.config" || echo 'nothing')" >&2
 			missing=1
 		fi
 	done < "$f"

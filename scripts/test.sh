@@ -34,34 +34,10 @@ summary() {
 }
 record() { tee -a "$top/build/results.txt"; }
 
-# A fresh tree is made when there is none.  An existing tree is used if it
-# holds exactly the series in patches/; work in it is never thrown away.
-make_tree() {
-	local tmp
-	if [ ! -d build/linux/.git ]; then
-		scripts/tree.sh
-		return
-	fi
-	if [ -n "$(git -C build/linux status --porcelain)" ]; then
-		echo "tree: build/linux has uncommitted changes: commit them and 'make export', or 'make tree' to start over" >&2
-		return 1
-	fi
-	tmp=$(mktemp -d)
-	git -C build/linux -c core.abbrev=12 -c diff.noprefix=false format-patch --quiet --numbered --zero-commit \
-		--no-signature --no-renames -o "$tmp" base..HEAD
-	if diff -q <(cd "$tmp" && cat ./*.patch 2>/dev/null) \
-		   <(cat $(ls patches/[0-9]*.patch 2>/dev/null | grep -v /0000-) /dev/null) >/dev/null; then
-		rm -rf "$tmp"
-		echo "tree: build/linux holds the series in patches/"
-		return 0
-	fi
-	rm -rf "$tmp"
-	echo "tree: build/linux (base..HEAD) differs from patches/: 'make export' to keep the tree's commits, or 'make tree' to rebuild it from patches/" >&2
-	return 1
-}
-
 stage deps scripts/deps.sh
-stage tree make_tree
+stage tree scripts/tree.sh --if-needed
+gate() { scripts/gate.sh | record; }
+stage gate gate
 stage kernel scripts/build-kernel.sh host configs/host.config
 stage perf scripts/build-perf.sh
 stage selftests scripts/build-selftests.sh

@@ -2,10 +2,29 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build a fresh kernel work tree at build/linux from Debian's linux-source-6.12,
 # commit it as 'base' and apply patches/*.patch with git am.
+# With --if-needed, keep an existing tree that holds exactly the series in
+# patches/, and refuse to throw away a tree that holds other work.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 tarball=/usr/src/linux-source-6.12.tar.xz
 tree=$top/build/linux
+
+if [ "${1:-}" = --if-needed ] && [ -d "$tree/.git" ]; then
+	if [ -n "$(git -C "$tree" status --porcelain)" ]; then
+		echo "tree: build/linux has uncommitted changes: commit them and 'make export'," \
+		     "or 'make tree' to start over" >&2
+		exit 1
+	fi
+	if diff -q <(git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false format-patch --stdout \
+			--numbered --zero-commit --no-signature --no-renames base..HEAD) \
+		   <(cat $(ls "$top"/patches/[0-9]*.patch 2>/dev/null | grep -v /0000-) /dev/null) >/dev/null; then
+		echo "tree: build/linux holds the series in patches/ ($(git -C "$tree" rev-list --count base..HEAD) patches)"
+		exit 0
+	fi
+	echo "tree: build/linux (base..HEAD) differs from patches/: 'make export' to keep" \
+	     "the tree's commits, or 'make tree' to rebuild it from patches/" >&2
+	exit 1
+fi
 
 [ -f "$tarball" ] || { echo "tree: $tarball missing (apt-get install linux-source-6.12)" >&2; exit 1; }
 version=$(dpkg-query -W -f='${Version}' linux-source-6.12)

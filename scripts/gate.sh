@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The series gate, as the kernel's build robot would run it: the series
+# applies to a pristine base, checkpatch --strict is clean, every prefix of
+# the series builds the host config, no new W=1 or sparse warning in the
+# files it touches, and each build-only config builds with and without it
+# with no new warning.  Prints PASS/FAIL lines and a table.
+# Needs build/linux with the series committed (base..HEAD).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+tree=$top/build/linux
+log=$top/build/gate
+mkdir -p "$log"
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/perf-kvm-ccache}
+export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=workbench KBUILD_BUILD_HOST=workbench
+tip=$(git -C "$tree" rev-parse HEAD)
+branch=$(git -C "$tree" symbolic-ref -q --short HEAD || echo "$tip")
+trap 'git -C "$tree" -c advice.detachedHead=false checkout -q "$branch"' EXIT
+mapfile -t patches < <(ls "$top"/patches/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-')
+rows=()
+row() { rows+=("$(printf '%-22s %-6s %-10s %s' "$1" "$2" "$3" "$4")"); }
+pass() { echo "PASS: gate: $*"; }
+fail() { echo "FAIL: gate: $*"; }
+
+# Warnings of a build log, without line and column numbers.
+warnings() {
+	grep -E '^[^ ]+:[0-9]+(:[0-9]+)?: (warning|error):' "$1" |
+		sed -E 's/^([^ :]+):[0-9]+(:[0-9]+)?:/\1:/' | sed "s|$tree/||" | sort -u
+}
+
+# kmake <obj> <make args...>: build in build/linux, output to <obj>/gate.log.
+kmake() {
+	local obj=$1
+	shift
+	make -C "$tree" O="$obj" -j"$(nproc)" "$@" > "$obj/gate.log" 2>&1
+}
+
+checkout() { git -C "$tree" -c advice.detachedHead=false checkout -q "$1"; }
+
+echo "gate: base is Debian linux-source-6.12 $(cat "$top/build/linux-source.version")," \
+	"series of ${#patches[@]} patch(es)"
+
+# 1. The series applies with git am to a pristine base.
+wt=$(mktemp -d)
+rmdir "$wt"
+git -C "$tree" worktree add -q --detach "$wt" base
+failed=
+for p in "${patches[@]}"; do
+	git -C "$wt" am -q "$p" >/dev/null 2>&1 || { failed=$(basename "$p"); break; }
+done
+git -C "$wt" am --abort >/dev/null 2>&1
+git -C "$tree" worktree remove --force "$wt"
+if [ -z "$failed" ]; then pass "the series applies to pristine base with git am"
+else fail "$failed does not apply to pristine base"; fi
+
+# 2. checkpatch --strict: no error, no warning; a CHECK is listed.  The one
+# warning allowed is MAINTAINERS for new files an existing entry covers.
+for p in "${patches[@]}"; do
+	name=$(basename "$p")
+	out=$(cd "$tree" && scripts/checkpatch.pl --strict --showfile --terse "$p" 2>/dev/null | grep -E ': (ERROR|WARNING|CHECK):')
+	bad=$(echo "$out" | grep -E ': (ERROR|WARNING):' | grep -v 'does MAINTAINERS need updating')
+	if echo "$out" | grep -q 'does MAINTAINERS need updating'; then
+		for f in $(sed -n 's|^+++ b/||p' "$p"); do
+			grep -q "^new file mode" <(sed -n "\|^diff --git a/$f |,/^+++/p" "$p") || continue
+			entry=$(cd "$tree" && scripts/get_maintainer.pl --no-email --no-l --no-git --no-git-fallback \
+				--no-rolestats --subsystem -f "$f" 2>/dev/null | grep -v "THE REST" | head -1)
+			if [ -n "$entry" ]; then echo "gate: $name: new file $f is covered by MAINTAINERS entry '$entry'"
+			else bad+=$'\n'"$f: new file not covered by any MAINTAINERS entry"; fi
+		done
+	fi
+	echo "$out" | grep ': CHECK:' | sed "s/^/gate: $name: unfixed /"
+	if [ -z "$(echo "$bad" | sed '/^$/d')" ]; then pass "checkpatch --strict $name"
+	else fail "checkpatch --strict $name:"; echo "$bad" | sed '/^$/d; s/^/    /'; fi
+done
+
+# 3. The build-only configs at base (full builds; their warnings are the
+# reference), then every prefix of the series on the host config, then the
+# build-only configs again at the tip.
+configs=(
+	"x86_64-clang|gate-x86-kvm|LLVM=1"
+	"i386-kvm|gate-i386-kvm|ARCH=i386"
+	"i386-nokvm|gate-i386-nokvm|ARCH=i386"
+	"x86_64-nokvm|gate-x86-nokvm|"
+	"arm64-kvm|gate-arm64-kvm|ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-"
+	"arm64-noperf-kvm|gate-arm64-noperf|ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-"
+)
+cc_of() { case "$1" in *LLVM=1*) echo "CC=ccache clang" ;; *) echo "CC=ccache ${2}gcc" ;; esac; }
+
+checkout base
+for c in "${configs[@]}"; do
+	IFS='|' read -r name frag args <<< "$c"
+	obj=$top/build/obj-gate-$name
+	cross=$(echo "$args" | sed -n 's/.*CROSS_COMPILE=\([^ ]*\).*/\1/p')
+	# shellcheck disable=SC2086
+	"$top/scripts/config.sh" "$obj" "$top/configs/gate-base.config" "$top/configs/$frag.config" \
+		-- $args "$(cc_of "$args" "$cross")" > /dev/null || { fail "$name: config"; continue; }
+	s=$(date +%s)
+	# shellcheck disable=SC2086
+	kmake "$obj" $args "$(cc_of "$args" "$cross")" vmlinux || echo "gate: $name does not build at base"
+	warnings "$obj/gate.log" > "$obj/warnings.base"
+	echo "$(( $(date +%s) - s ))" > "$obj/time.base"
+done
+
+# Every prefix builds the host config; W=1 and sparse on the touched files.
+host=$top/build/obj-host
+"$top/scripts/config.sh" "$host" "$top/configs/host.config" -- "CC=ccache gcc" > /dev/null
+mapfile -t cfiles < <(git -C "$tree" diff --name-only base.."$tip" -- '*.c' | grep -v '^tools/')
+objs=("${cfiles[@]/%.c/.o}")
+extra() {	# W=1 + sparse on the touched objects that exist at this commit
+	local o present=()
+	for o in "${objs[@]}"; do [ -f "$tree/${o%.o}.c" ] && present+=("$o") && rm -f "$host/$o"; done
+	make -C "$tree" O="$host" CC="ccache gcc" W=1 C=2 -j"$(nproc)" "${present[@]}" > "$host/gate.log" 2>&1
+	warnings "$host/gate.log"
+}
+s=$(date +%s)
+kmake "$host" CC="ccache gcc" vmlinux || fail "host config does not build at base"
+extra > "$host/warnings.base"
+bisect_ok=1
+for c in $(git -C "$tree" rev-list --reverse base.."$tip"); do
+	checkout "$c"
+	subj=$(git -C "$tree" log -1 --format=%s "$c")
+	if ! kmake "$host" CC="ccache gcc" vmlinux; then
+		fail "bisect: the host config does not build with the series up to '$subj'"
+		grep -E 'error' "$host/gate.log" | head -5 | sed 's/^/    /'
+		bisect_ok=0
+	fi
+done
+[ $bisect_ok = 1 ] && pass "bisect: every prefix of the series builds the host config (${#patches[@]} builds)"
+extra > "$host/warnings.tip"
+new=$(comm -13 "$host/warnings.base" "$host/warnings.tip")
+if [ -z "$new" ]; then pass "host config: no new W=1 or sparse warning in ${#objs[@]} touched files"
+else fail "host config: new W=1/sparse warnings:"; echo "$new" | sed 's/^/    /'; fi
+row "x86_64 host (gcc)" "$([ $bisect_ok = 1 ] && [ -z "$new" ] && echo ok || echo FAIL)" \
+	"$(echo "$new" | sed '/^$/d' | wc -l)" "$(( $(date +%s) - s )) s, ${#patches[@]} prefixes, W=1 C=2"
+
+for c in "${configs[@]}"; do
+	IFS='|' read -r name frag args <<< "$c"
+	obj=$top/build/obj-gate-$name
+	cross=$(echo "$args" | sed -n 's/.*CROSS_COMPILE=\([^ ]*\).*/\1/p')
+	s=$(date +%s)
+	# shellcheck disable=SC2086
+	if kmake "$obj" $args "$(cc_of "$args" "$cross")" vmlinux; then ok=ok; else ok=FAIL; fi
+	warnings "$obj/gate.log" > "$obj/warnings.tip"
+	new=$(comm -13 "$obj/warnings.base" "$obj/warnings.tip")
+	[ -n "$new" ] && ok=FAIL
+	if [ $ok = ok ]; then pass "$name builds with the series, no new warning"
+	else
+		fail "$name with the series:"
+		{ echo "$new"; grep -E 'error' "$obj/gate.log" | head -5; } | sed '/^$/d; s/^/    /'
+	fi
+	row "$name" "$ok" "$(echo "$new" | sed '/^$/d' | wc -l)" \
+		"$(cat "$obj/time.base") s base + $(( $(date +%s) - s )) s series"
+done
+
+echo "gate: config                 result new-warn   time"
+printf 'gate: %s\n' "${rows[@]}"
