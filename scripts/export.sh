@@ -8,9 +8,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 tree=$top/build/linux
 [ -z "$(git -C "$tree" status --porcelain)" ] ||
 	echo "export: WARNING: build/linux has uncommitted changes; they are not exported" >&2
+git -C "$tree" symbolic-ref -q HEAD >/dev/null ||
+	{ echo "export: build/linux is on a detached HEAD (is the gate running?); not exporting" >&2; exit 1; }
 n=$(git -C "$tree" rev-list --count base..HEAD)
+[ "$n" = 0 ] && ls "$top"/patches/0*.patch >/dev/null 2>&1 &&
+	{ echo "export: build/linux has no commits on top of base; not deleting patches/" >&2; exit 1; }
 rm -f "$top"/patches/[0-9][0-9][0-9][0-9]-*.patch
-[ "$n" = 0 ] && { echo "export: no commits on top of base"; exit 0; }
 git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false -c format.signature= \
 	format-patch --quiet --numbered --zero-commit --no-signature --no-renames -o "$top/patches" base..HEAD
 cover=$top/patches/cover-letter.txt
