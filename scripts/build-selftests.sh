@@ -9,7 +9,7 @@ out=$top/build/selftests
 hdr=$top/build/headers
 # Stock tests known to pass under nested TCG (see ../shared/background.md),
 # plus every test the series adds (listed in tests/selftests.list).
-mapfile -t tests < <(grep -v '^#' "$top/tests/selftests.list" | sed '/^$/d')
+mapfile -t tests < <(grep -v '^#' "$top/tests/selftests.list" | awk 'NF { print $1 }')
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/perf-kvm-ccache}
 make -s -C "$tree" O="$top/build/obj-headers" headers_install INSTALL_HDR_PATH="$hdr" >/dev/null
 targets=()

@@ -17,7 +17,7 @@ cp "$top"/tests/vm/*.sh "$top/tests/selftests.list" "$root/tests/"
 cp "$top/build/perf/perf" "$root/bin/perf"
 find "$top/build/selftests/wb" -type f -perm -u+x -exec cp {} "$root/wb/" \;
 (cd "$top/build/selftests" && grep -v '^#' "$top/tests/selftests.list" | sed '/^$/d' |
-	while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
+	while read -r t _; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
 # Shared libraries of every dynamic binary, at their own paths.
 find "$root" -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q "dynamically linked"' _ {} \; -print |
 	xargs -r ldd 2>/dev/null | grep -o '/[^ ]*\.so[^ ]*' | sort -u |

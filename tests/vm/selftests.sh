@@ -4,7 +4,7 @@
 #   ok <test> | not ok <test> (rc N) | skip <test> (reason)
 # Exit codes follow kselftest: 0 pass, 4 skip, anything else fails.
 cd /selftests || exit 1
-grep -v '^#' /tests/selftests.list | sed '/^$/d' | while read -r t; do
+grep -v '^#' /tests/selftests.list | sed '/^$/d' | while read -r t _; do
 	timeout 300 ./$t > /tmp/st.log 2>&1
 	rc=$?
 	sed "s|^|  $t: |" /tmp/st.log | tail -20
