@@ -15,24 +15,25 @@ mkdir -p "$obj"
 make -s -C "$tree" O="$obj" "$@" tinyconfig >/dev/null
 (cd "$tree" && KCONFIG_CONFIG="$obj/.config" scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" "${frags[@]}" >/dev/null)
 make -s -C "$tree" O="$obj" "$@" olddefconfig >/dev/null
+# What the fragments ask for, the last fragment winning, as merge_config.sh does.
 missing=0
+declare -A want from
 for f in "${frags[@]}"; do
 	while IFS= read -r line; do
-		case "$line" in
-		CONFIG_*=*) want=$line ;;
-		"# CONFIG_"*" is not set") want=$line ;;
-		*) continue ;;
-		esac
-		if ! grep -qxF "$want" "$obj/.config"; then
-			case "$want" in
-			"# "*) sym=${want#\# }; sym=${sym%% *}
-			       grep -q "^$sym=" "$obj/.config" || continue ;;
-			esac
-			sym=$(echo "$want" | grep -o 'CONFIG_[A-Za-z0-9_]*')
-			echo "config: requested '$want' ($(basename "$f")) but .config has: $(grep -E "^(# )?$sym[= ]" "$obj/.config" || echo 'nothing')" >&2
-			missing=1
-		fi
+		sym=$(echo "$line" | grep -oE '^(# )?CONFIG_[A-Za-z0-9_]+( is not set|=.*)$' | grep -oE 'CONFIG_[A-Za-z0-9_]+' | head -1 || true)
+		[ -n "$sym" ] || continue
+		want[$sym]=$line
+		from[$sym]=$(basename "$f")
 	done < "$f"
+done
+for sym in "${!want[@]}"; do
+	line=${want[$sym]}
+	case "$line" in
+	"# "*) grep -q "^$sym=" "$obj/.config" || continue ;;
+	*) grep -qxF "$line" "$obj/.config" && continue ;;
+	esac
+	echo "config: requested '$line' (${from[$sym]}) but .config has: $(grep -E "^(# )?$sym[= ]" "$obj/.config" || echo 'nothing')" >&2
+	missing=1
 done
 [ $missing = 0 ] || { echo "config: FAILED: symbols were dropped by olddefconfig (missing dependencies?)" >&2; exit 1; }
 echo "config: $obj/.config has every symbol of: ${frags[*]##*/}"
