@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The README's demo command: build the patched KVM host, boot it under QEMU,
-# run a guest spinning in a known call chain, record it from the host with
-# 'perf kvm --guest record -g', and print the guest call stacks it recorded.
+# The README's demo command: build the patched KVM host (L1) and a Linux
+# guest kernel (L2), boot L1 under QEMU, run L2 in it with QEMU/KVM and a
+# workload, record L2 from L1 with 'perf kvm --guest record -g', and show
+# where the guest spends its time, call stacks included.
+# Output in out/: perf.data.guest, the guest's System.map, the report.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -11,17 +13,21 @@ step() {
 	shift
 	echo "== demo: $name"
 	"$@"
-	echo "== demo: $name took $(( $(date +%s) - s )) s"
+	echo "== demo: $name: $(( $(date +%s) - s )) s"
 }
 step "installing packages" scripts/deps.sh
 step "kernel tree with the series" scripts/tree.sh --if-needed
-step "building the KVM host kernel" scripts/build-kernel.sh host configs/host.config
+step "building the KVM host kernel (L1)" scripts/build-kernel.sh host configs/host.config
+step "building the guest kernel (L2)" scripts/build-kernel.sh guest configs/guest.config
 step "building perf" scripts/build-perf.sh
-step "building the guest program" scripts/build-selftests.sh
-step "packing the initramfs" scripts/mkinitramfs.sh build/initramfs.cpio.gz
-step "booting the host and recording the guest" scripts/run-vm.sh \
-	build/obj-host/arch/x86/boot/bzImage build/initramfs.cpio.gz build/demo 600 baseline
+step "building the selftests" scripts/build-selftests.sh
+step "packing the guest's initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --guest
+step "packing the host's initramfs, with QEMU and the guest" scripts/mkinitramfs.sh \
+	build/initramfs-demo.cpio.gz --l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz
+step "booting the host, running the guest and recording it" scripts/run-vm.sh \
+	build/obj-host/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz build/demo 900 demo
+sed 's/^/    /' build/demo/demo.log
 mkdir -p out
-cp build/demo/baseline.data out/perf.data.guest
-echo "== demo: the guest's call stacks, as recorded by the host (out/perf.data.guest)"
-tests/host/check_baseline.py build/demo/baseline.D build/selftests/wb/guest_spin frames | grep -v '^PASS'
+cp build/demo/demo.data out/perf.data.guest
+cp build/obj-guest/System.map out/guest-System.map
+step "resolving the guest's call stacks" tests/host/check_demo.py build/demo/demo.D out/guest-System.map

@@ -1,14 +1,29 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Pack the test VM's initramfs: static busybox, perf, the KVM selftests,
-# the workbench's guest programs and the in-VM scenario scripts, with the
-# shared libraries they need.
-# usage: mkinitramfs.sh <output.cpio.gz>
+# Pack an initramfs.
+#   mkinitramfs.sh <out.cpio.gz>: the test VM (L1 host): static busybox, perf,
+#	the KVM selftests, the workbench's guest programs, the in-VM scenarios,
+#	with the shared libraries they need;
+#   mkinitramfs.sh <out.cpio.gz> --l2 <bzImage> <l2.cpio.gz>: the same, plus
+#	QEMU and a Linux guest (L2) for the demo;
+#   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox and
+#	its workload).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$1
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+pack() { (cd "$root" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1) > "$out"
+	 echo "initramfs: $out ($(du -h "$out" | cut -f1))"; }
+
+if [ "${2:-}" = --guest ]; then
+	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
+	cp /bin/busybox "$root/bin/busybox"
+	cp "$top/tests/demo/l2-init" "$root/init"
+	chmod +x "$root/init"
+	pack
+	exit 0
+fi
 
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,out,tests,wb,selftests,lib,lib64,usr/lib,etc}
 cp /bin/busybox "$root/bin/busybox"
@@ -18,10 +33,17 @@ cp "$top/build/perf/perf" "$root/bin/perf"
 find "$top/build/selftests/wb" -type f -perm -u+x -exec cp {} "$root/wb/" \;
 (cd "$top/build/selftests" && grep -v '^#' "$top/tests/selftests.list" | sed '/^$/d' |
 	while read -r t _; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
+if [ "${2:-}" = --l2 ]; then
+	mkdir -p "$root/demo" "$root/usr/bin" "$root/usr/share" "$root/usr/lib/x86_64-linux-gnu"
+	cp "$3" "$root/demo/bzImage"
+	cp "$4" "$root/demo/initramfs.cpio.gz"
+	cp /usr/bin/qemu-system-x86_64 "$root/usr/bin/"
+	cp -rL /usr/share/qemu /usr/share/seabios "$root/usr/share/"
+	cp -r /usr/lib/x86_64-linux-gnu/qemu "$root/usr/lib/x86_64-linux-gnu/"
+fi
 # Shared libraries of every dynamic binary, at their own paths.
 find "$root" -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q "dynamically linked"' _ {} \; -print |
 	xargs -r ldd 2>/dev/null | grep -o '/[^ ]*\.so[^ ]*' | sort -u |
 	while read -r lib; do mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; done
 chmod +x "$root/init" "$root"/tests/*.sh
-(cd "$root" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1) > "$out"
-echo "initramfs: $out ($(du -h "$out" | cut -f1))"
+pack

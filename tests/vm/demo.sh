@@ -1,0 +1,31 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The demo, inside the L1 host: boot a real Linux guest (L2) with QEMU/KVM,
+# record it from the host with 'perf kvm --guest record -g' while its
+# workload runs, and save the recording ($1.data) and its raw dump ($1.D).
+out=$1
+khz=$(sed -n 's/.*tsc_early_khz=\([0-9]*\).*/\1/p' /proc/cmdline)
+echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
+start=$(date +%s)
+qemu-system-x86_64 -enable-kvm -cpu qemu64 -m 256M -smp 1 -nodefaults \
+	-no-user-config -display none -monitor none -serial file:/tmp/l2.log \
+	-no-reboot -kernel /demo/bzImage -initrd /demo/initramfs.cpio.gz \
+	-append "console=ttyS0 panic=-1 nokaslr tsc_early_khz=$khz tsc=reliable quiet" &
+qemu=$!
+n=0
+until grep -q 'L2: workload start' /tmp/l2.log 2>/dev/null; do
+	n=$((n + 1))
+	if [ $n -gt 120 ] || ! kill -0 $qemu 2>/dev/null; then
+		echo "demo: L2 did not start its workload"; cat /tmp/l2.log; exit 1
+	fi
+	sleep 1
+done
+echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
+perf kvm --guest record -a -g -e cpu-clock -o /tmp/demo.data -- sleep 6 || exit 1
+kill $qemu
+wait $qemu
+echo "demo: L2 console:"
+cat /tmp/l2.log
+cp /tmp/demo.data "$out.data"
+perf script -i /tmp/demo.data -D > "$out.D" 2>&1
+echo "demo: $(grep -c PERF_RECORD_SAMPLE "$out.D") samples"
