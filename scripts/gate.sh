@@ -125,16 +125,38 @@ s=$(date +%s)
 kmake "$host" CC="ccache gcc" vmlinux || fail "host config does not build at base"
 extra > "$host/warnings.base"
 bisect_ok=1
+builds=0
 for c in $(git -C "$tree" rev-list --reverse base.."$tip"); do
 	checkout "$c"
 	subj=$(git -C "$tree" log -1 --format=%s "$c")
-	if ! kmake "$host" CC="ccache gcc" vmlinux; then
-		fail "bisect: the host config does not build with the series up to '$subj'"
-		grep -E 'error' "$host/gate.log" | head -5 | sed 's/^/    /'
-		bisect_ok=0
+	files=$(git -C "$tree" diff-tree --no-commit-id --name-only -r "$c")
+	# Each commit builds what it touches: the kernel, perf, the KVM selftests.
+	if echo "$files" | grep -qv '^tools/'; then
+		builds=$((builds + 1))
+		if ! kmake "$host" CC="ccache gcc" vmlinux; then
+			fail "bisect: the host config does not build with the series up to '$subj'"
+			grep -E 'error' "$host/gate.log" | head -5 | sed 's/^/    /'
+			bisect_ok=0
+		fi
+	fi
+	if echo "$files" | grep -q '^tools/perf/'; then
+		builds=$((builds + 1))
+		if ! "$top/scripts/build-perf.sh" > "$log/perf.log" 2>&1; then
+			fail "bisect: perf (-Werror) does not build with the series up to '$subj'"
+			tail -5 "$log/perf.log" | sed 's/^/    /'
+			bisect_ok=0
+		fi
+	fi
+	if echo "$files" | grep -q '^tools/testing/selftests/kvm/'; then
+		builds=$((builds + 1))
+		if ! EXTRA_CFLAGS=-Werror "$top/scripts/build-selftests.sh" > "$log/selftests.log" 2>&1; then
+			fail "bisect: the KVM selftests (-Werror) do not build with the series up to '$subj'"
+			tail -5 "$log/selftests.log" | sed 's/^/    /'
+			bisect_ok=0
+		fi
 	fi
 done
-[ $bisect_ok = 1 ] && pass "bisect: every prefix of the series builds the host config (${#patches[@]} builds)"
+[ $bisect_ok = 1 ] && pass "bisect: every prefix of the series builds what it touches ($builds builds: host kernel, perf, selftests)"
 extra > "$host/warnings.tip"
 new=$(comm -13 "$host/warnings.base" "$host/warnings.tip")
 if [ -z "$new" ]; then pass "host config: no new W=1 or sparse warning in ${#objs[@]} touched files"

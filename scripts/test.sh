@@ -39,11 +39,14 @@ stage tree scripts/tree.sh --if-needed
 gate() { scripts/gate.sh | record; }
 stage gate gate
 stage kernel scripts/build-kernel.sh host configs/host.config
+stage guest-kernel scripts/build-kernel.sh guest configs/guest.config
 stage perf scripts/build-perf.sh
 stage selftests scripts/build-selftests.sh
-stage initramfs scripts/mkinitramfs.sh build/initramfs.cpio.gz
-stage vm scripts/run-vm.sh build/obj-host/arch/x86/boot/bzImage build/initramfs.cpio.gz \
-	"$res" 1500 selftests,baseline
+stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
+stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
+	--l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz
+stage vm scripts/run-vm.sh build/obj-host/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz \
+	"$res" 1800 selftests,baseline,demo
 
 s=$(date +%s)
 echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
@@ -73,6 +76,9 @@ cat "$res/baseline.log"
 expect=stock
 ls patches/0*.patch >/dev/null 2>&1 && expect=frames
 tests/host/check_baseline.py "$res/baseline.D" build/selftests/wb/guest_spin "$expect" | record
+# Demo, short version: a real Linux guest recorded from the host.
+sed 's/^/    /' "$res/demo.log"
+tests/host/check_demo.py "$res/demo.D" build/obj-guest/System.map | record
 # Splat gate, last: it covers everything that ran.
 tests/host/check_splats.sh "$res/console.log" | record
 echo "== results: $(( $(date +%s) - s )) s"

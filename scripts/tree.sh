@@ -38,8 +38,8 @@ cd "$tree"
 sed -i '/^# Debian packaging: ignore everything/,$d' .gitignore
 sed -i -e :a -e '/^\n*$/{$d;N;ba' -e '}' -e '$ { /^#$/d }' .gitignore
 git init -q -b base-branch
-git config user.name "perf-kvm workbench"
-git config user.email "workbench@localhost"
+git config user.name "Perf KVM Developers"
+git config user.email "perf-kvm@lists.invalid"
 git config core.abbrev 12
 git add -A
 GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" \

@@ -1,0 +1,1311 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * guest_bench: the cost of guest callchains (kvm.guest_callchains=Y),
+ * measured side by side in one run.  Under QEMU TCG absolute times mean
+ * nothing, so everything reported is a ratio, with its median and min-max
+ * over the repetitions; the raw figures are printed for reference only.
+ *
+ * The guest (CPL0, 4-level paging) and a native host thread run the same
+ * C chain of D frames,
+ *
+ *	start stub -> bench_main -> rec()... -> leaf
+ *
+ * where the start stub clears RBP and calls bench_main, as _start does in
+ * the x86-64 ABI, so the outermost frame record is {0, return into the
+ * stub}: every record read yields one return address, D in all.  The leaf
+ * spins in an asm loop that counts iterations in memory until told to
+ * stop; its counter is read live by the host (through the guest mapping
+ * for the guest).  With layout "spread", every rec() frame holds a 1 KiB
+ * array, so that the chain spans about D/4 stack pages.
+ *
+ * 1. loads: guest memory loads per unwound frame, from the vCPU stats
+ *    guest_callchain_loads / guest_callchain_frames (deterministic), and
+ *    the same figure for the 2023 v2 design (two kvm_read_guest_virt() per
+ *    frame, each a full page walk plus one data load).
+ * 2. cost: the unwind's own cost per sample, i.e. the throughput lost per
+ *    sample with PERF_SAMPLE_CALLCHAIN minus without, for the guest chain
+ *    (cpu-clock on the vCPU thread) and for the native chain (cpu-clock
+ *    on the native thread, exclude_kernel=1, user FP walk); reported as
+ *    guest-unwind-cost / host-unwind-cost per D.
+ * 3. sampler: the kernel's guest callchains against a sampler in the VMM
+ *    (timerfd thread -> SIGUSR1 -> KVM_RUN returns -EINTR -> KVM_GET_REGS,
+ *    KVM_GET_SREGS, page walk and frame walk through the VMM's mapping of
+ *    guest memory), at equal rates: loss per sample, highest rate with at
+ *    most 10 % throughput loss, and identical chains.
+ * 4. maxrate: kernel.perf_event_max_sample_rate before and after a run at
+ *    sample_freq=100000, with and without guest callchains.
+ *
+ * The last lines of the output, "BENCH key=value ...", are for
+ * tests/host/bench_report.py.
+ *
+ * usage: guest_bench [-r reps] [-w window_ms] [-s sections] [-v]
+ *	sections: any of "1234" (default all)
+ */
+#include <errno.h>
+#include <math.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/utsname.h>
+
+#include <linux/perf_event.h>
+#include <linux/ring_buffer.h>
+#include <linux/sizes.h>
+
+#include "test_util.h"
+#include "kvm_util.h"
+#include "processor.h"
+
+#define KNOB_PATH		"/sys/module/kvm/parameters/guest_callchains"
+#define MAX_RATE_PATH		"/proc/sys/kernel/perf_event_max_sample_rate"
+
+#define STACK_PAGES		40	/* D=64 spread needs about 17 */
+#define STACK_GVA		0x40000000ul
+#define MAX_CHAIN		128
+#define MAX_FRAME_GAP		SZ_1M
+#define RING_DATA_PAGES		1024	/* 4 MiB: a whole window, never drained during it */
+#define PERIOD_NS		100000	/* 10 kHz for sections 1 and 2 */
+#define WARMUP_US		20000
+
+enum { LAYOUT_ONEPAGE, LAYOUT_SPREAD };
+
+/*
+ * Shared by the guest and the native thread: each has its own copy (the
+ * guest's lives in guest memory at the same address and is reached by the
+ * host through addr_gva2hva()).
+ */
+static uint64_t iters;
+static uint32_t stop_flag;
+static int depth;		/* frames between the start stub and the leaf loop */
+static int layout;
+static int in_guest;
+static uint64_t leaf_fp, outer_fp;
+
+extern char leaf_loop_start[], leaf_loop_end[];
+extern char guest_start[], guest_start_ret[], native_start_ret[];
+void bench_main(void);
+void run_on_stack(void (*fn)(void), void *stack_top, uint64_t rbp);
+
+/*
+ * guest_start: the vCPU's entry point, the _start of the x86-64 ABI.
+ * run_on_stack: the same for the native thread, on a stack of its own and
+ * with a chosen initial RBP; returns when bench_main() does.
+ */
+asm(".pushsection .text\n"
+    ".globl guest_start\n"
+    ".type guest_start, @function\n"
+    "guest_start:\n"
+    "	xor %ebp, %ebp\n"
+    "	call bench_main\n"
+    ".globl guest_start_ret\n"
+    "guest_start_ret:\n"
+    "	hlt\n"
+    "	jmp guest_start_ret\n"
+    ".size guest_start, .-guest_start\n"
+    ".globl run_on_stack\n"
+    ".type run_on_stack, @function\n"
+    "run_on_stack:\n"
+    "	push %rbp\n"
+    "	push %rbx\n"
+    "	mov %rsp, %rbx\n"
+    "	mov %rsi, %rsp\n"
+    "	mov %rdx, %rbp\n"
+    "	call *%rdi\n"
+    ".globl native_start_ret\n"
+    "native_start_ret:\n"
+    "	mov %rbx, %rsp\n"
+    "	pop %rbx\n"
+    "	pop %rbp\n"
+    "	ret\n"
+    ".size run_on_stack, .-run_on_stack\n"
+    ".popsection\n");
+
+/* The leaf: spin until stop_flag, counting iterations in memory. */
+static noinline __attribute__((noclone)) void leaf(void)
+{
+	/* Also forces a frame in this leaf function (GCC 12). */
+	WRITE_ONCE(leaf_fp, (uint64_t)__builtin_frame_address(0));
+	asm volatile(".globl leaf_loop_start\n"
+		     "leaf_loop_start:\n\t"
+		     "incq %0\n\t"
+		     "cmpl $0, %1\n\t"
+		     "je leaf_loop_start\n"
+		     ".globl leaf_loop_end\n"
+		     "leaf_loop_end:\n\t"
+		     : "+m" (iters) : "m" (stop_flag) : "cc", "memory");
+}
+
+static noinline __attribute__((noclone)) void rec(int n)
+{
+	if (n > 0)
+		rec(n - 1);
+	else
+		leaf();
+	asm volatile("" ::: "memory");	/* no tail call */
+}
+
+/* A frame of about 1 KiB: four of them fill a page. */
+static noinline __attribute__((noclone)) void rec_big(int n)
+{
+	volatile char pad[1024];
+
+	pad[0] = n;
+	pad[sizeof(pad) - 1] = n;
+	if (n > 0)
+		rec_big(n - 1);
+	else
+		leaf();
+	asm volatile("" :: "r" (pad) : "memory");
+}
+
+/* depth >= 3: bench_main, depth - 2 rec frames, leaf. */
+noinline void bench_main(void)
+{
+	WRITE_ONCE(outer_fp, (uint64_t)__builtin_frame_address(0));
+	for (;;) {
+		if (layout == LAYOUT_SPREAD)
+			rec_big(depth - 3);
+		else
+			rec(depth - 3);
+		if (!in_guest)
+			return;
+		GUEST_SYNC(0);
+	}
+}
+
+/* Small helpers. */
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct spread {
+	double med, min, max;
+	int n;
+};
+
+static struct spread spread_of(const double *v, int n)
+{
+	double s[64];
+	struct spread r = { 0, 0, 0, n };
+
+	int i;
+
+	/* NaN marks a repetition without a valid figure (e.g. a cost <= 0). */
+	for (i = 0, n = 0; i < r.n; i++)
+		if (!isnan(v[i]))
+			s[n++] = v[i];
+	r.n = n;
+	if (!n) {
+		r.med = r.min = r.max = NAN;
+		return r;
+	}
+	qsort(s, n, sizeof(*s), cmp_double);
+	r.min = s[0];
+	r.max = s[n - 1];
+	r.med = n & 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	return r;
+}
+
+static bool write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok;
+}
+
+static long read_long(const char *path)
+{
+	char buf[64] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	if (buf[0] == 'Y' || buf[0] == 'N')
+		return buf[0] == 'Y';
+	return strtol(buf, NULL, 10);
+}
+
+static void pin_to_cpu0(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Chains: the return addresses after the IP, compared with a reference. */
+struct chainchk {
+	uint64_t ref[MAX_CHAIN];
+	int nref;
+	uint64_t inloop, exact;
+	uint64_t bad[MAX_CHAIN];
+	int nbad;			/* first mismatching chain, for the log */
+};
+
+static bool ip_in_loop(uint64_t ip)
+{
+	return ip >= (uint64_t)leaf_loop_start && ip < (uint64_t)leaf_loop_end;
+}
+
+static void chain_check(struct chainchk *c, uint64_t ip, const uint64_t *rets, int n)
+{
+	if (!ip_in_loop(ip))
+		return;
+	c->inloop++;
+	if (n == c->nref && !memcmp(rets, c->ref, n * sizeof(*rets))) {
+		c->exact++;
+		return;
+	}
+	if (!c->nbad && n > 0) {
+		c->nbad = min(n, MAX_CHAIN);
+		memcpy(c->bad, rets, c->nbad * sizeof(*rets));
+	}
+}
+
+/*
+ * The workers: a vCPU thread running the guest, or a native thread running
+ * the same chain.  The controller starts one with 'go', lets it spin for a
+ * window, then sets the stop flag and waits for 'parked'.
+ */
+struct target {
+	const char *name;
+	bool guest;
+	pthread_t th;
+	pid_t tid;
+	sem_t go, parked;
+	volatile bool quit;
+	volatile uint64_t *iters;
+	volatile uint32_t *stop;
+	volatile uint64_t *leaf_fp, *outer_fp;
+	int depth, layout;
+	/* guest */
+	struct kvm_vm *vm;
+	struct kvm_vcpu *vcpu;
+	int stats_fd;
+	struct kvm_stats_header stats_header;
+	struct kvm_stats_desc *stats_desc;
+	/* native */
+	void *stack_top;
+	uint64_t rbp_init;
+	/* the VMM's own sampler (guest only) */
+	volatile int usampler;
+	volatile uint64_t usamples;
+	struct chainchk uchk;
+	uint64_t ubuf[MAX_CHAIN];
+};
+
+/* Guest physical to host virtual, NULL outside the memslots. */
+static void *gpa2hva_safe(struct kvm_vm *vm, uint64_t gpa)
+{
+	struct rb_node *node = vm->regions.gpa_tree.rb_node;
+
+	while (node) {
+		struct userspace_mem_region *r =
+			container_of(node, struct userspace_mem_region, gpa_node);
+		uint64_t start = r->region.guest_phys_addr;
+		uint64_t end = start + r->region.memory_size;
+
+		if (gpa >= start && gpa < end)
+			return (uint8_t *)r->host_mem + (gpa - start);
+		node = gpa < start ? node->rb_left : node->rb_right;
+	}
+	return NULL;
+}
+
+/*
+ * The VMM sampler's walk: 4- or 5-level paging through the VMM's mapping,
+ * the last page's translation reused, and the same frame rules as KVM's
+ * (aligned, canonical, in the half of the first frame, strictly above the
+ * previous one by at most 1 MiB, non-zero return address).
+ */
+struct uwalk {
+	struct kvm_vm *vm;
+	uint64_t cr3;
+	int levels;
+	uint64_t page_gva;
+	uint8_t *page_hva;
+};
+
+static uint8_t *uwalk_page(struct uwalk *w, uint64_t gva)
+{
+	uint64_t table = w->cr3 & GENMASK_ULL(51, 12), pte, *p;
+	int level;
+
+	if ((gva & ~0xfffull) == w->page_gva)
+		return w->page_hva;
+	for (level = w->levels; level >= 1; level--) {
+		int shift = 12 + 9 * (level - 1);
+
+		p = gpa2hva_safe(w->vm, table + ((gva >> shift) & 511) * 8);
+		if (!p)
+			return NULL;
+		pte = READ_ONCE(*p);
+		if (!(pte & PTE_PRESENT_MASK))
+			return NULL;
+		if (level == 1 || (level <= 3 && (pte & PTE_LARGE_MASK))) {
+			uint64_t mask = (1ull << shift) - 1;
+			uint64_t gpa = (pte & GENMASK_ULL(51, 12) & ~mask) | (gva & mask & ~0xfffull);
+			uint8_t *hva = gpa2hva_safe(w->vm, gpa);
+
+			if (!hva)
+				return NULL;
+			w->page_gva = gva & ~0xfffull;
+			w->page_hva = hva;
+			return hva;
+		}
+		table = pte & GENMASK_ULL(51, 12);
+	}
+	return NULL;
+}
+
+static bool canonical(uint64_t a, int va_bits)
+{
+	return (uint64_t)((int64_t)(a << (64 - va_bits)) >> (64 - va_bits)) == a;
+}
+
+static int uwalk_chain(struct uwalk *w, uint64_t fp, uint64_t *rets, int max)
+{
+	int va_bits = w->levels == 5 ? 57 : 48, n = 0;
+	uint64_t first = fp, rec[2];
+	uint8_t *page;
+
+	while (n < max) {
+		if ((fp & 7) || !canonical(fp, va_bits) || !canonical(fp + 15, va_bits) ||
+		    (fp >> 63) != (first >> 63) || ((fp + 15) >> 63) != (first >> 63))
+			break;
+		if ((fp & 0xfff) > 0xff0)
+			break;		/* records straddling pages: not in this guest */
+		page = uwalk_page(w, fp);
+		if (!page)
+			break;
+		memcpy(rec, page + (fp & 0xfff), sizeof(rec));
+		if (!rec[1])
+			break;
+		rets[n++] = rec[1];
+		if (rec[0] <= fp || rec[0] - fp > MAX_FRAME_GAP)
+			break;
+		fp = rec[0];
+	}
+	return n;
+}
+
+static struct kvm_run *volatile sig_run;
+
+static void sigusr1_handler(int sig)
+{
+	struct kvm_run *run = sig_run;
+
+	if (run)
+		run->immediate_exit = 1;
+}
+
+/* One sample of the VMM sampler, in the vCPU thread after KVM_RUN -> EINTR. */
+static void user_sample(struct target *t)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct uwalk w = { .vm = t->vm, .page_gva = 1 };
+	int n;
+
+	TEST_ASSERT(!ioctl(t->vcpu->fd, KVM_GET_REGS, &regs), "KVM_GET_REGS");
+	TEST_ASSERT(!ioctl(t->vcpu->fd, KVM_GET_SREGS, &sregs), "KVM_GET_SREGS");
+	t->usamples++;
+	if (!(sregs.cr0 & X86_CR0_PG) || !(sregs.efer & EFER_LMA))
+		return;		/* only long mode, as this guest runs */
+	w.cr3 = sregs.cr3;
+	w.levels = sregs.cr4 & X86_CR4_LA57 ? 5 : 4;
+	t->ubuf[0] = regs.rip;
+	n = uwalk_chain(&w, regs.rbp, &t->ubuf[1], MAX_CHAIN - 2);
+	chain_check(&t->uchk, regs.rip, &t->ubuf[1], n);
+}
+
+static void vcpu_run_to_sync(struct target *t)
+{
+	struct kvm_run *run = t->vcpu->run;
+	struct ucall uc;
+	int rc;
+
+	for (;;) {
+		rc = __vcpu_run(t->vcpu);
+		if (rc < 0) {
+			TEST_ASSERT(errno == EINTR, "KVM_RUN failed, errno %d", errno);
+			run->immediate_exit = 0;
+			if (t->usampler)
+				user_sample(t);
+			continue;
+		}
+		TEST_ASSERT_KVM_EXIT_REASON(t->vcpu, KVM_EXIT_IO);
+		switch (get_ucall(t->vcpu, &uc)) {
+		case UCALL_SYNC:
+			return;
+		case UCALL_ABORT:
+			REPORT_GUEST_ASSERT(uc);
+			break;
+		default:
+			TEST_FAIL("Unexpected ucall %lu", uc.cmd);
+		}
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct target *t = arg;
+	sigset_t set;
+
+	t->tid = syscall(__NR_gettid);
+	pin_to_cpu0();
+	if (t->guest) {
+		sig_run = t->vcpu->run;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
+	sem_post(&t->parked);
+	for (;;) {
+		sem_wait(&t->go);
+		if (t->quit)
+			break;
+		if (t->guest)
+			vcpu_run_to_sync(t);
+		else
+			run_on_stack(bench_main, t->stack_top, t->rbp_init);
+		sem_post(&t->parked);
+	}
+	if (t->guest)
+		sig_run = NULL;
+	return NULL;
+}
+
+/* Record the chain of the spinning worker, walking its stack from leaf_fp. */
+static int ref_walk(struct target *t, uint64_t *rets, int max)
+{
+	uint64_t fp = *t->leaf_fp, *rec;
+	int n = 0;
+
+	while (n < max && fp && !(fp & 7)) {
+		rec = t->guest ? addr_gva2hva(t->vm, fp) : (uint64_t *)fp;
+		if (!rec[1])
+			break;
+		rets[n++] = rec[1];
+		if (rec[0] <= fp || rec[0] - fp > MAX_FRAME_GAP)
+			break;
+		fp = rec[0];
+	}
+	return n;
+}
+
+static void target_start(struct target *t)
+{
+	uint64_t c0 = *t->iters;
+
+	*t->stop = 0;
+	sem_post(&t->go);
+	while (*t->iters == c0)
+		sleep_us(1000);
+}
+
+static void target_stop(struct target *t)
+{
+	*t->stop = 1;
+	sem_wait(&t->parked);
+}
+
+static void target_spawn(struct target *t)
+{
+	sem_init(&t->go, 0, 0);
+	sem_init(&t->parked, 0, 0);
+	TEST_ASSERT(!pthread_create(&t->th, NULL, worker, t), "pthread_create");
+	sem_wait(&t->parked);
+}
+
+static void target_join(struct target *t)
+{
+	t->quit = true;
+	sem_post(&t->go);
+	pthread_join(t->th, NULL);
+}
+
+/* Run once, spin for a moment (warms up TCG and the MMUs), and take the reference chain. */
+static void target_prime(struct target *t, struct chainchk *ref)
+{
+	target_start(t);
+	sleep_us(50000);
+	ref->nref = ref_walk(t, ref->ref, MAX_CHAIN);
+	target_stop(t);
+}
+
+static struct target *guest_create(int d, int lay, bool bare)
+{
+	struct target *t = calloc(1, sizeof(*t));
+	vm_vaddr_t stack, top;
+	struct kvm_regs regs;
+
+	t->name = "guest";
+	t->guest = true;
+	t->depth = d;
+	t->layout = lay;
+	t->vm = __vm_create_with_one_vcpu(&t->vcpu, STACK_PAGES + 64, guest_start);
+	stack = vm_vaddr_alloc(t->vm, STACK_PAGES * PAGE_SIZE, STACK_GVA);
+	top = stack + STACK_PAGES * PAGE_SIZE;
+
+	vcpu_regs_get(t->vcpu, &regs);
+	regs.rbp = 0;
+	if (bare) {
+		/*
+		 * The selftests' entry: straight into bench_main with a zero
+		 * return address, so its record {0, 0} ends the walk after
+		 * one more load but without a frame.
+		 */
+		regs.rip = (uint64_t)bench_main;
+		regs.rsp = top - 8;
+		*(uint64_t *)addr_gva2hva(t->vm, top - 8) = 0;
+	} else {
+		regs.rsp = top;
+	}
+	vcpu_regs_set(t->vcpu, &regs);
+
+	*(int *)addr_gva2hva(t->vm, (vm_vaddr_t)&depth) = d;
+	*(int *)addr_gva2hva(t->vm, (vm_vaddr_t)&layout) = lay;
+	*(int *)addr_gva2hva(t->vm, (vm_vaddr_t)&in_guest) = 1;
+	t->iters = addr_gva2hva(t->vm, (vm_vaddr_t)&iters);
+	t->stop = addr_gva2hva(t->vm, (vm_vaddr_t)&stop_flag);
+	t->leaf_fp = addr_gva2hva(t->vm, (vm_vaddr_t)&leaf_fp);
+	t->outer_fp = addr_gva2hva(t->vm, (vm_vaddr_t)&outer_fp);
+	t->stats_fd = -1;
+	target_spawn(t);
+	return t;
+}
+
+static void guest_destroy(struct target *t)
+{
+	target_join(t);
+	if (t->stats_fd >= 0) {
+		free(t->stats_desc);
+		close(t->stats_fd);
+	}
+	kvm_vm_free(t->vm);
+	free(t);
+}
+
+/* Non-user RBP: the native walk stops there without a fault. */
+#define NATIVE_RBP_NOFAULT	0xffff800000000000ull
+
+static struct target *native_create(int d, int lay)
+{
+	struct target *t = calloc(1, sizeof(*t));
+	size_t size = STACK_PAGES * PAGE_SIZE;
+	uint8_t *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	TEST_ASSERT(stack != MAP_FAILED, "mmap of the native stack");
+	t->name = "native";
+	t->depth = d;
+	t->layout = lay;
+	t->stack_top = stack + size;
+	t->rbp_init = NATIVE_RBP_NOFAULT;
+	depth = d;
+	layout = lay;
+	in_guest = 0;
+	t->iters = &iters;
+	t->stop = &stop_flag;
+	t->leaf_fp = &leaf_fp;
+	t->outer_fp = &outer_fp;
+	target_spawn(t);
+	return t;
+}
+
+static void native_destroy(struct target *t)
+{
+	target_join(t);
+	munmap((uint8_t *)t->stack_top - STACK_PAGES * PAGE_SIZE, STACK_PAGES * PAGE_SIZE);
+	free(t);
+}
+
+/* vCPU binary stats. */
+static bool vstat(struct target *t, const char *name, uint64_t *val)
+{
+	size_t size;
+	int i;
+
+	if (t->stats_fd < 0) {
+		t->stats_fd = vcpu_get_stats_fd(t->vcpu);
+		read_stats_header(t->stats_fd, &t->stats_header);
+		t->stats_desc = read_stats_descriptors(t->stats_fd, &t->stats_header);
+	}
+	size = get_stats_descriptor_size(&t->stats_header);
+	for (i = 0; i < t->stats_header.num_desc; i++) {
+		struct kvm_stats_desc *d = (void *)t->stats_desc + i * size;
+
+		if (!strcmp(d->name, name)) {
+			read_stat_data(t->stats_fd, &t->stats_header, d, val, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* perf events and their rings. */
+struct pcfg {
+	bool guest;		/* target is a vCPU thread */
+	bool callchain;
+	uint64_t period_ns;	/* or */
+	uint64_t freq;
+};
+
+struct ring {
+	int fd;
+	void *base;
+	size_t len;
+	struct perf_event_mmap_page *meta;
+	uint8_t *data;
+	uint64_t size;
+};
+
+struct wres {
+	double secs;
+	double rate;		/* iterations per second */
+	double srate;		/* samples per second */
+	uint64_t samples, guest, lost, throttled;
+};
+
+static void ring_open(struct ring *r, pid_t tid, const struct pcfg *c)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_type = PERF_SAMPLE_IP | (c->callchain ? PERF_SAMPLE_CALLCHAIN : 0),
+		.disabled = 1,
+		/* Guest samples come from host kernel regs: keep exclude_kernel=0. */
+		.exclude_kernel = !c->guest,
+		.exclude_hv = 1,
+		.exclude_host = c->guest,
+		/* Host samples of the vCPU thread: no walk of the VMM's user stack. */
+		.exclude_callchain_user = c->guest,
+	};
+	long page = getpagesize();
+
+	if (c->freq) {
+		attr.freq = 1;
+		attr.sample_freq = c->freq;
+	} else {
+		attr.sample_period = c->period_ns;
+	}
+	r->fd = syscall(__NR_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	TEST_ASSERT(r->fd >= 0, "perf_event_open() failed");
+	r->len = (1 + RING_DATA_PAGES) * page;
+	r->base = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	TEST_ASSERT(r->base != MAP_FAILED, "mmap of the perf ring");
+	r->meta = r->base;
+	r->data = (uint8_t *)r->base + (r->meta->data_offset ? r->meta->data_offset : page);
+	r->size = r->meta->data_size ? r->meta->data_size : RING_DATA_PAGES * page;
+}
+
+static void ring_copy(struct ring *r, uint64_t pos, void *dst, size_t len)
+{
+	uint64_t off = pos & (r->size - 1);
+	size_t first = min_t(uint64_t, len, r->size - off);
+
+	memcpy(dst, r->data + off, first);
+	memcpy((uint8_t *)dst + first, r->data, len - first);
+}
+
+static void ring_drain(struct ring *r, struct wres *w, struct chainchk *chk)
+{
+	static uint64_t buf[65536 / sizeof(uint64_t)];
+	struct perf_event_header *hdr = (void *)buf;
+	const uint64_t *body = (const uint64_t *)(hdr + 1);
+	uint64_t head = ring_buffer_read_head(r->meta), tail = r->meta->data_tail;
+	uint16_t mode;
+
+	while (head - tail >= sizeof(*hdr)) {
+		ring_copy(r, tail, hdr, sizeof(*hdr));
+		TEST_ASSERT(hdr->size >= sizeof(*hdr) && hdr->size <= head - tail,
+			    "bad perf record size %u", hdr->size);
+		ring_copy(r, tail, buf, hdr->size);
+		switch (hdr->type) {
+		case PERF_RECORD_SAMPLE:
+			w->samples++;
+			mode = hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+			if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER)
+				w->guest++;
+			/* body: ip, nr, ips[nr]: [context, ip, rets...] */
+			if (chk && hdr->size >= sizeof(*hdr) + 2 * 8 && body[1] >= 2 &&
+			    hdr->size >= sizeof(*hdr) + (2 + body[1]) * 8 &&
+			    body[2] >= (uint64_t)PERF_CONTEXT_MAX && body[3] == body[0])
+				chain_check(chk, body[0], &body[4], body[1] - 2);
+			else if (chk)
+				chain_check(chk, body[0], NULL, 0);	/* no guest chain */
+			break;
+		case PERF_RECORD_LOST:
+			w->lost += body[1];
+			break;
+		case PERF_RECORD_THROTTLE:
+			w->throttled++;
+			break;
+		}
+		tail += hdr->size;
+	}
+	ring_buffer_write_tail(r->meta, tail);
+}
+
+static void ring_close(struct ring *r)
+{
+	munmap(r->base, r->len);
+	close(r->fd);
+}
+
+/* The VMM sampler's timer thread. */
+static int timer_fd = -1;
+static pthread_t timer_th, timer_target;
+static volatile bool timer_armed, timer_quit;
+
+static void *timer_thread(void *arg)
+{
+	uint64_t exp;
+
+	for (;;) {
+		if (read(timer_fd, &exp, sizeof(exp)) != sizeof(exp))
+			continue;
+		if (timer_quit)
+			break;
+		if (timer_armed)
+			pthread_kill(timer_target, SIGUSR1);
+	}
+	return NULL;
+}
+
+static void timer_arm(uint64_t ns)
+{
+	struct itimerspec its = {
+		.it_interval = { ns / 1000000000, ns % 1000000000 },
+		.it_value = { ns / 1000000000, ns % 1000000000 },
+	};
+
+	timer_armed = ns != 0;
+	TEST_ASSERT(!timerfd_settime(timer_fd, 0, &its, NULL), "timerfd_settime");
+}
+
+static void timer_init(void)
+{
+	struct sigaction sa = { .sa_handler = sigusr1_handler };	/* no SA_RESTART */
+	sigset_t set;
+
+	sigemptyset(&sa.sa_mask);
+	TEST_ASSERT(!sigaction(SIGUSR1, &sa, NULL), "sigaction");
+	/* Only the vCPU threads take SIGUSR1. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	TEST_ASSERT(timer_fd >= 0, "timerfd_create");
+	TEST_ASSERT(!pthread_create(&timer_th, NULL, timer_thread, NULL), "timer thread");
+}
+
+static void timer_exit(void)
+{
+	timer_quit = true;
+	timer_arm(1000000);
+	pthread_join(timer_th, NULL);
+	close(timer_fd);
+}
+
+/* One measurement window. */
+enum smode { S_NONE, S_PERF, S_USER };
+
+struct wcfg {
+	enum smode mode;
+	struct pcfg p;
+	uint64_t user_rate;
+	bool rbp_zero;		/* native only: start with RBP=0, the walk ends in a fault */
+	struct chainchk *chk;
+};
+
+static int window_us = 400000;
+
+static void run_window(struct target *t, const struct wcfg *c, struct wres *w)
+{
+	struct ring r = { .fd = -1 };
+	uint64_t c0, c1, s0 = 0, s1 = 0;
+	double t0, t1;
+
+	memset(w, 0, sizeof(*w));
+	if (!t->guest)
+		t->rbp_init = c->rbp_zero ? 0 : NATIVE_RBP_NOFAULT;
+	if (c->mode == S_PERF)
+		ring_open(&r, t->tid, &c->p);
+	if (c->mode == S_USER) {
+		t->uchk = *c->chk;
+		t->uchk.inloop = t->uchk.exact = 0;
+		t->uchk.nbad = 0;
+	}
+
+	target_start(t);
+	sleep_us(WARMUP_US);
+	if (c->mode == S_PERF)
+		TEST_ASSERT(!ioctl(r.fd, PERF_EVENT_IOC_ENABLE, 0), "PERF_EVENT_IOC_ENABLE");
+	if (c->mode == S_USER) {
+		timer_target = t->th;
+		s0 = t->usamples;
+		t->usampler = 1;
+		timer_arm(1000000000ull / c->user_rate);
+	}
+	t0 = now_s();
+	c0 = *t->iters;
+	sleep_us(window_us);
+	c1 = *t->iters;
+	t1 = now_s();
+	if (c->mode == S_PERF)
+		TEST_ASSERT(!ioctl(r.fd, PERF_EVENT_IOC_DISABLE, 0), "PERF_EVENT_IOC_DISABLE");
+	if (c->mode == S_USER) {
+		timer_arm(0);
+		s1 = t->usamples;
+	}
+	target_stop(t);
+	if (c->mode == S_USER)
+		t->usampler = 0;
+
+	w->secs = t1 - t0;
+	w->rate = (c1 - c0) / w->secs;
+	if (c->mode == S_PERF) {
+		ring_drain(&r, w, c->chk);
+		ring_close(&r);
+		w->samples += w->lost;
+	} else if (c->mode == S_USER) {
+		w->samples = w->guest = s1 - s0;
+		c->chk->inloop += t->uchk.inloop;
+		c->chk->exact += t->uchk.exact;
+		if (t->uchk.nbad && !c->chk->nbad) {
+			c->chk->nbad = t->uchk.nbad;
+			memcpy(c->chk->bad, t->uchk.bad, sizeof(c->chk->bad));
+		}
+	}
+	w->srate = w->samples / w->secs;
+}
+
+static int reps = 5;
+static bool verbose;
+static bool have_knob;
+
+static void print_chain(const char *what, const uint64_t *v, int n)
+{
+	int i;
+
+	printf("  %s (%d):", what, n);
+	for (i = 0; i < n && i < 8; i++)
+		printf(" 0x%lx", v[i]);
+	printf("%s\n", n > 8 ? " ..." : "");
+}
+
+/* Section 1: loads per frame. */
+static void section_loads(void)
+{
+	static const struct {
+		const char *name;
+		int layout, depth;
+		bool bare;
+	} cfgs[] = {
+		{ "onepage", LAYOUT_ONEPAGE, 4 },
+		{ "onepage", LAYOUT_ONEPAGE, 16 },
+		{ "onepage", LAYOUT_ONEPAGE, 64 },
+		{ "spread", LAYOUT_SPREAD, 4 },
+		{ "spread", LAYOUT_SPREAD, 16 },
+		{ "spread", LAYOUT_SPREAD, 64 },
+		/* The selftests' entry: the walk ends on a {0, 0} record. */
+		{ "bare", LAYOUT_ONEPAGE, 16, true },
+	};
+	uint64_t a0, a1, f0, f1, l0, l1;
+	int ci;
+
+	printf("\n== 1. Guest memory loads per unwound frame (vCPU stats, cpu-clock %d us, %d ms) ==\n",
+	       PERIOD_NS / 1000, window_us / 1000);
+	printf("%-8s %3s %7s %8s %6s %8s %8s %9s %10s %8s\n", "layout", "D", "samples",
+	       "fr/smpl", "pages", "ld/smpl", "expect", "ld/frame", "v2 ld/fr", "chains");
+	for (ci = 0; ci < ARRAY_SIZE(cfgs); ci++) {
+		{
+			int d = cfgs[ci].depth, lay = cfgs[ci].layout;
+			bool bare = cfgs[ci].bare;
+			const char *name = cfgs[ci].name;
+			struct wcfg c = { .mode = S_PERF,
+					  .p = { .guest = true, .callchain = true, .period_ns = PERIOD_NS } };
+			struct chainchk chk = {};
+			struct target *t;
+			struct wres w;
+			uint64_t pages, cb, fb, lb;
+			double lpf, v2;
+
+			/* bare: one more function, whose record has no return address. */
+			t = guest_create(bare ? d + 1 : d, lay, bare);
+			target_prime(t, &chk);
+			c.chk = &chk;
+			if (!vstat(t, "guest_callchains", &a0) ||
+			    !vstat(t, "guest_callchain_frames", &f0) ||
+			    !vstat(t, "guest_callchain_loads", &l0)) {
+				printf("%-8s %3d   stats guest_callchain{s,_frames,_loads} missing in this kernel\n",
+				       name, d);
+				printf("BENCH loads layout=%s depth=%d missing=1\n", name, d);
+				guest_destroy(t);
+				continue;
+			}
+			run_window(t, &c, &w);
+			vstat(t, "guest_callchains", &a1);
+			vstat(t, "guest_callchain_frames", &f1);
+			vstat(t, "guest_callchain_loads", &l1);
+			cb = a1 - a0;
+			fb = f1 - f0;
+			lb = l1 - l0;
+			/* Stack pages holding the records read, from the guest's fps. */
+			pages = (*t->outer_fp >> 12) - (*t->leaf_fp >> 12) + 1;
+			lpf = fb ? (double)lb / fb : 0;
+			/* v2: per record, two full walks (4 PTE loads + 1 data load each). */
+			v2 = fb ? 2.0 * (4 + 1) * (double)(bare ? d + 1 : d) * cb / fb : 0;
+			printf("%-8s %3d %7lu %8.2f %6lu %8.2f %8lu %9.4f %10.2f %4lu/%lu\n",
+			       name, d, cb, cb ? (double)fb / cb : 0, pages,
+			       cb ? (double)lb / cb : 0, (bare ? d + 1 : d) + 4 * pages, lpf, v2,
+			       chk.exact, chk.inloop);
+			printf("BENCH loads layout=%s depth=%d samples=%lu callchains=%lu frames=%lu loads=%lu pages=%lu frames_per_sample=%.3f loads_per_sample=%.3f loads_per_frame=%.4f v2_loads_per_frame=%.2f exact=%lu inloop=%lu\n",
+			       name, d, w.samples, cb, fb, lb, pages, cb ? (double)fb / cb : 0,
+			       cb ? (double)lb / cb : 0, lpf, v2, chk.exact, chk.inloop);
+			if (chk.nbad && verbose) {
+				print_chain("expected", chk.ref, chk.nref);
+				print_chain("got", chk.bad, chk.nbad);
+			}
+			guest_destroy(t);
+		}
+	}
+}
+
+/* Loss of throughput per sample, in seconds of the worker's time. */
+static double cost_per_sample(const struct wres *base, const struct wres *w)
+{
+	if (!w->srate || !base->rate)
+		return 0;
+	return (base->rate - w->rate) / base->rate / w->srate;
+}
+
+/* Section 2: unwind cost, guest vs native. */
+static void section_cost(void)
+{
+	static const int depths[] = { 4, 16, 64 };
+	int di, i;
+
+	printf("\n== 2. Unwind cost per sample: guest (KVM) vs host (user FP walk), cpu-clock %d us, %d x %d ms windows ==\n",
+	       PERIOD_NS / 1000, reps, window_us / 1000);
+	printf("   cost = (loss/sample with PERF_SAMPLE_CALLCHAIN) - (loss/sample without); raw us are TCG time\n");
+	for (di = 0; di < 3; di++) {
+		int d = depths[di];
+		struct target *g = guest_create(d, LAYOUT_ONEPAGE, false);
+		struct target *n = native_create(d, LAYOUT_ONEPAGE);
+		struct chainchk gchk = {}, nchk = {}, n0chk = {};
+		double ratio[64], ratio0[64], gus[64], nus[64], n0us[64], gfrac[64];
+		double gbase[64], nbase[64];
+		struct spread s, s0, sg, sn, sn0, sgf, sgb, snb;
+
+		target_prime(g, &gchk);
+		target_prime(n, &nchk);
+		n0chk = nchk;
+		for (i = 0; i < reps; i++) {
+			struct wcfg gN = { .mode = S_NONE };
+			struct wcfg gS = { .mode = S_PERF, .p = { .guest = true, .period_ns = PERIOD_NS } };
+			struct wcfg gC = gS;
+			struct wcfg nN = { .mode = S_NONE };
+			struct wcfg nS = { .mode = S_PERF, .p = { .period_ns = PERIOD_NS } };
+			struct wcfg nC = nS, nC0;
+			struct wres wgN, wgS, wgC, wnN, wnS, wnC, wnC0;
+
+			gC.p.callchain = true;
+			gC.chk = &gchk;
+			nC.p.callchain = true;
+			nC.chk = &nchk;
+			nC0 = nC;
+			nC0.rbp_zero = true;
+			nC0.chk = &n0chk;
+			run_window(g, &gN, &wgN);
+			run_window(n, &nN, &wnN);
+			run_window(g, &gS, &wgS);
+			run_window(n, &nS, &wnS);
+			run_window(g, &gC, &wgC);
+			run_window(n, &nC, &wnC);
+			run_window(n, &nC0, &wnC0);
+			gus[i] = (cost_per_sample(&wgN, &wgC) - cost_per_sample(&wgN, &wgS)) * 1e6;
+			nus[i] = (cost_per_sample(&wnN, &wnC) - cost_per_sample(&wnN, &wnS)) * 1e6;
+			n0us[i] = (cost_per_sample(&wnN, &wnC0) - cost_per_sample(&wnN, &wnS)) * 1e6;
+			ratio[i] = nus[i] > 0 ? gus[i] / nus[i] : NAN;
+			ratio0[i] = n0us[i] > 0 ? gus[i] / n0us[i] : NAN;
+			gfrac[i] = wgC.samples ? (double)wgC.guest / wgC.samples : 0;
+			gbase[i] = cost_per_sample(&wgN, &wgS) * 1e6;
+			nbase[i] = cost_per_sample(&wnN, &wnS) * 1e6;
+			if (verbose)
+				printf("  D=%d rep %d: guest it/s N %.0f S %.0f C %.0f smp/s S %.0f C %.0f | native it/s N %.0f S %.0f C %.0f C0 %.0f smp/s S %.0f C %.0f C0 %.0f\n",
+				       d, i, wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
+				       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
+			printf("BENCH cost_rep depth=%d rep=%d guest_unwind_us=%.3f host_unwind_us=%.3f host_rbp0_unwind_us=%.3f ratio=%.3f ratio_rbp0=%.3f guest_sample_us=%.3f host_sample_us=%.3f guest_frac=%.3f lost=%lu throttled=%lu\n",
+			       d, i, gus[i], nus[i], n0us[i], ratio[i], ratio0[i], gbase[i], nbase[i],
+			       gfrac[i], wgC.lost + wnC.lost + wnC0.lost,
+			       wgC.throttled + wnC.throttled + wnC0.throttled);
+		}
+		s = spread_of(ratio, reps);
+		s0 = spread_of(ratio0, reps);
+		sg = spread_of(gus, reps);
+		sn = spread_of(nus, reps);
+		sn0 = spread_of(n0us, reps);
+		sgf = spread_of(gfrac, reps);
+		sgb = spread_of(gbase, reps);
+		snb = spread_of(nbase, reps);
+		printf("D=%-3d guest/host unwind cost %.2f [%.2f-%.2f] (%d/%d reps valid)  (vs host ending in a fault: %.2f [%.2f-%.2f])\n",
+		       d, s.med, s.min, s.max, s.n, reps, s0.med, s0.min, s0.max);
+		printf("      raw TCG us: guest unwind %.2f [%.2f-%.2f], host unwind %.2f [%.2f-%.2f], host+fault %.2f; sample w/o chain: guest %.2f host %.2f\n",
+		       sg.med, sg.min, sg.max, sn.med, sn.min, sn.max, sn0.med, sgb.med, snb.med);
+		printf("      guest samples %.1f %%; chains exact: guest %lu/%lu, host %lu/%lu, host rbp0 %lu/%lu\n",
+		       sgf.med * 100, gchk.exact, gchk.inloop, nchk.exact, nchk.inloop,
+		       n0chk.exact, n0chk.inloop);
+		printf("BENCH cost depth=%d reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f ratio_rbp0_med=%.3f ratio_rbp0_min=%.3f ratio_rbp0_max=%.3f guest_unwind_over_guest_sample_med=%.3f host_unwind_over_host_sample_med=%.3f guest_frac=%.3f guest_exact=%lu guest_inloop=%lu host_exact=%lu host_inloop=%lu\n",
+		       d, reps, s.n, s.med, s.min, s.max, s0.med, s0.min, s0.max,
+		       sgb.med > 0 ? sg.med / sgb.med : 0, snb.med > 0 ? sn.med / snb.med : 0,
+		       sgf.med, gchk.exact, gchk.inloop, nchk.exact, nchk.inloop);
+		if (verbose && gchk.nbad) {
+			print_chain("guest expected", gchk.ref, gchk.nref);
+			print_chain("guest got", gchk.bad, gchk.nbad);
+		}
+		if (verbose && nchk.nbad) {
+			print_chain("host expected", nchk.ref, nchk.nref);
+			print_chain("host got", nchk.bad, nchk.nbad);
+		}
+		native_destroy(n);
+		guest_destroy(g);
+	}
+}
+
+/* Section 3: the kernel's guest callchains vs a sampler in the VMM. */
+#define SAMPLER_DEPTH	16
+static const uint64_t sampler_rates[] = { 1000, 2000, 5000, 10000, 20000, 50000 };
+#define NR_SRATES	ARRAY_SIZE(sampler_rates)
+
+static void section_sampler(void)
+{
+	static double kloss[NR_SRATES][64], uloss[NR_SRATES][64], ratio[NR_SRATES][64];
+	static double kach[NR_SRATES][64], uach[NR_SRATES][64];
+	struct target *g = guest_create(SAMPLER_DEPTH, LAYOUT_ONEPAGE, false);
+	struct chainchk kchk = {}, uchk;
+	int kmax = 0, umax = 0, i, ri;
+	bool same;
+
+	printf("\n== 3. Kernel guest callchains vs a sampler in the VMM (D=%d, one page, %d x %d ms windows) ==\n",
+	       SAMPLER_DEPTH, reps, window_us / 1000);
+	target_prime(g, &kchk);
+	uchk = kchk;
+	for (i = 0; i < reps; i++) {
+		for (ri = 0; ri < NR_SRATES; ri++) {
+			uint64_t rate = sampler_rates[ri];
+			struct wcfg n = { .mode = S_NONE };
+			struct wcfg k = { .mode = S_PERF, .chk = &kchk,
+					  .p = { .guest = true, .callchain = true,
+						 .period_ns = 1000000000ull / rate } };
+			struct wcfg u = { .mode = S_USER, .user_rate = rate, .chk = &uchk };
+			struct wres wn, wk, wu;
+			double kc, uc;
+
+			run_window(g, &n, &wn);
+			run_window(g, &k, &wk);
+			run_window(g, &u, &wu);
+			kloss[ri][i] = (wn.rate - wk.rate) / wn.rate;
+			uloss[ri][i] = (wn.rate - wu.rate) / wn.rate;
+			kach[ri][i] = wk.srate;
+			uach[ri][i] = wu.srate;
+			kc = cost_per_sample(&wn, &wk);
+			uc = cost_per_sample(&wn, &wu);
+			ratio[ri][i] = kc > 0 ? uc / kc : NAN;
+			if (verbose)
+				printf("  rep %d rate %lu: it/s N %.0f K %.0f U %.0f, smp/s K %.0f U %.0f, loss/sample us K %.2f U %.2f\n",
+				       i, rate, wn.rate, wk.rate, wu.rate, wk.srate, wu.srate,
+				       kc * 1e6, uc * 1e6);
+			printf("BENCH sampler_rep rate=%lu rep=%d kern_loss=%.4f user_loss=%.4f kern_rate=%.0f user_rate=%.0f user_over_kern=%.3f kern_throttled=%lu kern_lost=%lu\n",
+			       rate, i, kloss[ri][i], uloss[ri][i], wk.srate, wu.srate,
+			       ratio[ri][i], wk.throttled, wk.lost);
+		}
+	}
+	printf("%8s | %-22s %-22s | %-10s %-10s | %s\n", "rate/s", "kernel loss %", "VMM loss %",
+	       "kern smp/s", "VMM smp/s", "VMM/kernel loss per sample");
+	for (ri = 0; ri < NR_SRATES; ri++) {
+		struct spread k = spread_of(kloss[ri], reps), u = spread_of(uloss[ri], reps);
+		struct spread r = spread_of(ratio[ri], reps);
+		struct spread ka = spread_of(kach[ri], reps), ua = spread_of(uach[ri], reps);
+
+		printf("%8lu | %5.1f [%5.1f-%5.1f]    %5.1f [%5.1f-%5.1f]    | %10.0f %10.0f | %.2f [%.2f-%.2f]\n",
+		       sampler_rates[ri], k.med * 100, k.min * 100, k.max * 100,
+		       u.med * 100, u.min * 100, u.max * 100, ka.med, ua.med, r.med, r.min, r.max);
+		printf("BENCH sampler rate=%lu reps=%d kern_loss_med=%.4f kern_loss_min=%.4f kern_loss_max=%.4f user_loss_med=%.4f user_loss_min=%.4f user_loss_max=%.4f kern_rate_med=%.0f user_rate_med=%.0f user_over_kern_med=%.3f user_over_kern_min=%.3f user_over_kern_max=%.3f\n",
+		       sampler_rates[ri], reps, k.med, k.min, k.max, u.med, u.min, u.max,
+		       ka.med, ua.med, r.med, r.min, r.max);
+		/* Sustained: at most 10 % loss, and the rate actually delivered. */
+		if (k.med <= 0.10 && ka.med >= 0.9 * sampler_rates[ri])
+			kmax = sampler_rates[ri];
+		if (u.med <= 0.10 && ua.med >= 0.9 * sampler_rates[ri])
+			umax = sampler_rates[ri];
+	}
+	same = kchk.inloop && uchk.inloop && kchk.exact == kchk.inloop && uchk.exact == uchk.inloop;
+	printf("highest ladder rate with <= 10 %% guest throughput loss (median) and >= 90 %% of the rate delivered: kernel %d/s, VMM sampler %d/s\n",
+	       kmax, umax);
+	printf("chains (IP in the leaf loop) equal to the reference walk: kernel %lu/%lu, VMM %lu/%lu -> %s\n",
+	       kchk.exact, kchk.inloop, uchk.exact, uchk.inloop, same ? "same chains" : "DIFFERENT");
+	print_chain("reference", kchk.ref, kchk.nref);
+	if (kchk.nbad)
+		print_chain("kernel mismatch", kchk.bad, kchk.nbad);
+	if (uchk.nbad)
+		print_chain("VMM mismatch", uchk.bad, uchk.nbad);
+	printf("BENCH sampler_max kern_max_rate=%d user_max_rate=%d\n", kmax, umax);
+	printf("BENCH sampler_chains kern_exact=%lu kern_inloop=%lu user_exact=%lu user_inloop=%lu depth=%d same=%d\n",
+	       kchk.exact, kchk.inloop, uchk.exact, uchk.inloop, kchk.nref, same);
+	guest_destroy(g);
+}
+
+/* Section 4: perf_event_max_sample_rate at a requested 100 kHz. */
+static void section_maxrate(void)
+{
+	static double after[2][64], ach[2][64], loss[2][64];
+	struct target *g = guest_create(SAMPLER_DEPTH, LAYOUT_ONEPAGE, false);
+	struct chainchk chk = {};
+	long before0 = read_long(MAX_RATE_PATH);
+	int i, cc;
+
+	printf("\n== 4. kernel.perf_event_max_sample_rate after runs at sample_freq=100000 (D=%d, %d x %d ms) ==\n",
+	       SAMPLER_DEPTH, reps, window_us / 1000);
+	target_prime(g, &chk);
+	for (i = 0; i < reps; i++) {
+		for (cc = 0; cc < 2; cc++) {
+			struct wcfg n = { .mode = S_NONE };
+			struct wcfg f = { .mode = S_PERF,
+					  .p = { .guest = true, .callchain = cc, .freq = 100000 } };
+			struct wres wn, wf;
+			long before, aft;
+
+			run_window(g, &n, &wn);
+			TEST_ASSERT(write_file(MAX_RATE_PATH, "100000"), "cannot write %s", MAX_RATE_PATH);
+			before = read_long(MAX_RATE_PATH);
+			run_window(g, &f, &wf);
+			aft = read_long(MAX_RATE_PATH);
+			after[cc][i] = aft;
+			ach[cc][i] = wf.srate;
+			loss[cc][i] = (wn.rate - wf.rate) / wn.rate;
+			printf("BENCH maxrate_rep callchain=%d rep=%d before=%ld after=%ld achieved=%.0f loss=%.4f throttled=%lu lost=%lu\n",
+			       cc, i, before, aft, wf.srate, loss[cc][i], wf.throttled, wf.lost);
+		}
+	}
+	for (cc = 0; cc < 2; cc++) {
+		struct spread a = spread_of(after[cc], reps), s = spread_of(ach[cc], reps);
+		struct spread l = spread_of(loss[cc], reps);
+
+		printf("%-22s max_sample_rate after: %.0f [%.0f-%.0f]; samples/s delivered %.0f [%.0f-%.0f]; guest loss %.1f %%\n",
+		       cc ? "with guest callchains" : "without callchains", a.med, a.min, a.max,
+		       s.med, s.min, s.max, l.med * 100);
+		printf("BENCH maxrate callchain=%d reps=%d before=100000 after_med=%.0f after_min=%.0f after_max=%.0f achieved_med=%.0f achieved_min=%.0f achieved_max=%.0f loss_med=%.4f\n",
+		       cc, reps, a.med, a.min, a.max, s.med, s.min, s.max, l.med);
+	}
+	if (before0 > 0) {
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%ld", before0);
+		write_file(MAX_RATE_PATH, buf);
+	}
+	guest_destroy(g);
+}
+
+int main(int argc, char *argv[])
+{
+	const char *sections = "1234";
+	struct utsname uts;
+	double start = now_s();
+	int opt;
+
+	while ((opt = getopt(argc, argv, "r:w:s:v")) != -1) {
+		switch (opt) {
+		case 'r':
+			reps = atoi(optarg);
+			break;
+		case 'w':
+			window_us = atoi(optarg) * 1000;
+			break;
+		case 's':
+			sections = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-r reps] [-w window_ms] [-s 1234] [-v]\n", argv[0]);
+			return 2;
+		}
+	}
+	TEST_ASSERT(reps >= 1 && reps <= 64, "reps must be 1..64");
+
+	close(open_kvm_dev_path_or_exit());
+	have_knob = !access(KNOB_PATH, F_OK);
+	if (have_knob && !write_file(KNOB_PATH, "Y"))
+		printf("cannot write Y to %s\n", KNOB_PATH);
+	if (!have_knob)
+		printf("no %s: this kernel has no guest callchains; guest chains will be empty\n",
+		       KNOB_PATH);
+	write_file(MAX_RATE_PATH, "100000");
+	uname(&uts);
+	printf("guest_bench: kernel %s, %ld CPU(s), guest_callchains=%s, max_sample_rate %ld, %d reps, %d ms windows\n",
+	       uts.release, sysconf(_SC_NPROCESSORS_ONLN), have_knob ? (read_long(KNOB_PATH) ? "Y" : "N") : "absent",
+	       read_long(MAX_RATE_PATH), reps, window_us / 1000);
+	printf("BENCH meta kernel=%s cpus=%ld knob=%s reps=%d window_ms=%d period_us=%d\n",
+	       uts.release, sysconf(_SC_NPROCESSORS_ONLN),
+	       have_knob ? (read_long(KNOB_PATH) ? "Y" : "N") : "absent", reps, window_us / 1000,
+	       PERIOD_NS / 1000);
+
+	timer_init();
+	if (strchr(sections, '1'))
+		section_loads();
+	if (strchr(sections, '2'))
+		section_cost();
+	if (strchr(sections, '3'))
+		section_sampler();
+	if (strchr(sections, '4'))
+		section_maxrate();
+	timer_exit();
+	printf("\nguest_bench: done in %.0f s\n", now_s() - start);
+	printf("BENCH done secs=%.0f\n", now_s() - start);
+	return 0;
+}

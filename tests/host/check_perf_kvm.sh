@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# perf tools on the baseline recording: 'perf kvm script' and 'perf kvm
+# report -g' resolve the guest frames with the guest binary's symbols and
+# print them in the right order.  Also runs perf's own guest callchain test.
+# usage: check_perf_kvm.sh <perf> <perf.data.guest> <guest ELF>
+perf=$1 data=$2 elf=$3
+check() {	# check <description> <command...>
+	local what=$1
+	shift
+	if "$@"; then echo "PASS: perf tools: $what"; else echo "FAIL: perf tools: $what"; fi
+}
+out=$("$perf" test 'Guest callchains' 2>&1)
+echo "$out" | sed 's/^/    /'
+check "perf test 'Guest callchains'" grep -q ': Ok$' <<< "$out"
+
+script=$("$perf" kvm --guest --guestvmlinux="$elf" -i "$data" script 2>/dev/null)
+# Callee order: each spin_leaf sample is followed by its callers.
+chains=$(awk 'NF == 0 { if (c) print c; c = "" } NF >= 2 && $1 ~ /^[0-9a-f]+$/ { sub(/\+0x[0-9a-f]+$/, "", $2); c = c " " $2 } END { if (c) print c }' <<< "$script")
+echo "$chains" | sort | uniq -c | sort -rn | head -5 | sed 's/^/    /'
+n=$(grep -c '^ spin_leaf spin_mid spin_top guest_code$' <<< "$chains")
+total=$(grep -c '^ spin_leaf' <<< "$chains")
+echo "    perf kvm script: $n of $total spin_leaf samples show spin_leaf spin_mid spin_top guest_code"
+check "perf kvm script resolves the guest chain spin_leaf <- spin_mid <- spin_top <- guest_code" \
+	test "$n" -gt 0 -a "$n" -ge $((total * 9 / 10))
+
+report=$("$perf" kvm --guest --guestvmlinux="$elf" -i "$data" report -g caller --stdio 2>/dev/null)
+grep -A6 'spin_leaf$' <<< "$report" | head -8 | sed 's/^/    /'
+check "perf kvm report -g shows guest_code -> spin_top -> spin_mid -> spin_leaf in caller order" \
+	python3 -c '
+import re, sys
+lines = [re.sub(r"[-|\s]+", " ", l).strip() for l in sys.stdin]
+want = ["guest_code", "spin_top", "spin_mid", "spin_leaf"]
+sys.exit(0 if any(lines[i:i + 4] == want for i in range(len(lines))) else 1)' <<< "$report"
