@@ -15,12 +15,16 @@ if [ "${1:-}" = --if-needed ] && [ -d "$tree/.git" ]; then
 		     "or 'make tree' to start over" >&2
 		exit 1
 	fi
-	if diff -q <(git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false format-patch --stdout \
-			--numbered --zero-commit --no-signature --no-renames base..HEAD) \
+	tmp=$(mktemp -d)
+	git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false format-patch --quiet --numbered \
+		--zero-commit --no-signature --no-renames -o "$tmp" base..HEAD
+	if diff -q <(cat "$tmp"/*.patch 2>/dev/null) \
 		   <(cat $(ls "$top"/patches/[0-9]*.patch 2>/dev/null | grep -v /0000-) /dev/null) >/dev/null; then
+		rm -rf "$tmp"
 		echo "tree: build/linux holds the series in patches/ ($(git -C "$tree" rev-list --count base..HEAD) patches)"
 		exit 0
 	fi
+	rm -rf "$tmp"
 	echo "tree: build/linux (base..HEAD) differs from patches/: 'make export' to keep" \
 	     "the tree's commits, or 'make tree' to rebuild it from patches/" >&2
 	exit 1
