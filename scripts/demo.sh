@@ -15,7 +15,7 @@ step() {
 	"$@"
 	echo "== demo: $name: $(( $(date +%s) - s )) s"
 }
-step "installing packages" scripts/deps.sh
+step "installing packages" scripts/deps.sh chromium nodejs
 step "kernel tree with the series" scripts/tree.sh --if-needed
 step "building the KVM host kernel (L1)" scripts/build-kernel.sh host configs/host.config
 step "building the guest kernel (L2)" scripts/build-kernel.sh guest configs/guest.config
@@ -30,4 +30,10 @@ sed 's/^/    /' build/demo/demo.log
 mkdir -p out
 cp build/demo/demo.data out/perf.data.guest
 cp build/obj-guest/System.map out/guest-System.map
+cp build/obj-guest/vmlinux out/guest-vmlinux
 step "resolving the guest's call stacks" tests/host/check_demo.py build/demo/demo.D out/guest-System.map
+echo "== demo: perf kvm --guest --guestvmlinux=out/guest-vmlinux report -g (top of it)"
+build/perf/perf kvm --guest --guestvmlinux=out/guest-vmlinux -i out/perf.data.guest \
+	report -g caller,0.5,callee --stdio --percent-limit 3 2>/dev/null | grep -v '^$' | head -60
+step "drawing the flame graph" scripts/flamegraph.sh out/perf.data.guest out/guest-vmlinux out
+echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"

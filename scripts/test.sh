@@ -38,15 +38,15 @@ stage deps scripts/deps.sh
 stage tree scripts/tree.sh --if-needed
 gate() { scripts/gate.sh | record; }
 stage gate gate
-stage kernel scripts/build-kernel.sh host configs/host.config
+stage kernel scripts/build-kernel.sh test configs/host.config configs/kasan.config
 stage guest-kernel scripts/build-kernel.sh guest configs/guest.config
 stage perf scripts/build-perf.sh
 stage selftests scripts/build-selftests.sh
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
 	--l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz
-stage vm scripts/run-vm.sh build/obj-host/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz \
-	"$res" 1800 selftests,baseline,demo
+stage vm scripts/run-vm.sh build/obj-test/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz \
+	"$res" 2400 selftests,baseline,demo,hostile
 
 s=$(date +%s)
 echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
@@ -81,6 +81,11 @@ tests/host/check_perf_kvm.sh build/perf/perf "$res/baseline.data" build/selftest
 # Demo, short version: a real Linux guest recorded from the host.
 sed 's/^/    /' "$res/demo.log"
 tests/host/check_demo.py "$res/demo.D" build/obj-guest/System.map | record
+# Hostile guests: every case of guest_hostile is one result.
+grep -E '^# .*(pass|FAIL|skip)$|^# (reference|Totals)' "$res/hostile.log" | sed 's/^/    /'
+grep -E '^(ok|not ok) ' "$res/hostile.tap" |
+	sed -E 's/^ok [0-9]+ # SKIP /SKIP: hostile: /; s/^ok [0-9]+ /PASS: hostile: /; s/^not ok [0-9]+ /FAIL: hostile: /' | record
+[ -s "$res/hostile.tap" ] || echo "FAIL: hostile: no TAP output (rc $(cat "$res/hostile.rc"))" | record
 # Splat gate, last: it covers everything that ran.
 tests/host/check_splats.sh "$res/console.log" | record
 echo "== results: $(( $(date +%s) - s )) s"

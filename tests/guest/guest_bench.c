@@ -962,56 +962,54 @@ static void section_loads(void)
 	printf("%-8s %3s %7s %8s %6s %8s %8s %9s %10s %8s\n", "layout", "D", "samples",
 	       "fr/smpl", "pages", "ld/smpl", "expect", "ld/frame", "v2 ld/fr", "chains");
 	for (ci = 0; ci < ARRAY_SIZE(cfgs); ci++) {
-		{
-			int d = cfgs[ci].depth, lay = cfgs[ci].layout;
-			bool bare = cfgs[ci].bare;
-			const char *name = cfgs[ci].name;
-			struct wcfg c = { .mode = S_PERF,
-					  .p = { .guest = true, .callchain = true, .period_ns = PERIOD_NS } };
-			struct chainchk chk = {};
-			struct target *t;
-			struct wres w;
-			uint64_t pages, cb, fb, lb;
-			double lpf, v2;
+		int d = cfgs[ci].depth, lay = cfgs[ci].layout;
+		bool bare = cfgs[ci].bare;
+		const char *name = cfgs[ci].name;
+		struct wcfg c = { .mode = S_PERF,
+				  .p = { .guest = true, .callchain = true, .period_ns = PERIOD_NS } };
+		struct chainchk chk = {};
+		struct target *t;
+		struct wres w;
+		uint64_t pages, cb, fb, lb;
+		double lpf, v2;
 
-			/* bare: one more function, whose record has no return address. */
-			t = guest_create(bare ? d + 1 : d, lay, bare);
-			target_prime(t, &chk);
-			c.chk = &chk;
-			if (!vstat(t, "guest_callchains", &a0) ||
-			    !vstat(t, "guest_callchain_frames", &f0) ||
-			    !vstat(t, "guest_callchain_loads", &l0)) {
-				printf("%-8s %3d   stats guest_callchain{s,_frames,_loads} missing in this kernel\n",
-				       name, d);
-				printf("BENCH loads layout=%s depth=%d missing=1\n", name, d);
-				guest_destroy(t);
-				continue;
-			}
-			run_window(t, &c, &w);
-			vstat(t, "guest_callchains", &a1);
-			vstat(t, "guest_callchain_frames", &f1);
-			vstat(t, "guest_callchain_loads", &l1);
-			cb = a1 - a0;
-			fb = f1 - f0;
-			lb = l1 - l0;
-			/* Stack pages holding the records read, from the guest's fps. */
-			pages = (*t->outer_fp >> 12) - (*t->leaf_fp >> 12) + 1;
-			lpf = fb ? (double)lb / fb : 0;
-			/* v2: per record, two full walks (4 PTE loads + 1 data load each). */
-			v2 = fb ? 2.0 * (4 + 1) * (double)(bare ? d + 1 : d) * cb / fb : 0;
-			printf("%-8s %3d %7lu %8.2f %6lu %8.2f %8lu %9.4f %10.2f %4lu/%lu\n",
-			       name, d, cb, cb ? (double)fb / cb : 0, pages,
-			       cb ? (double)lb / cb : 0, (bare ? d + 1 : d) + 4 * pages, lpf, v2,
-			       chk.exact, chk.inloop);
-			printf("BENCH loads layout=%s depth=%d samples=%lu callchains=%lu frames=%lu loads=%lu pages=%lu frames_per_sample=%.3f loads_per_sample=%.3f loads_per_frame=%.4f v2_loads_per_frame=%.2f exact=%lu inloop=%lu\n",
-			       name, d, w.samples, cb, fb, lb, pages, cb ? (double)fb / cb : 0,
-			       cb ? (double)lb / cb : 0, lpf, v2, chk.exact, chk.inloop);
-			if (chk.nbad && verbose) {
-				print_chain("expected", chk.ref, chk.nref);
-				print_chain("got", chk.bad, chk.nbad);
-			}
+		/* bare: one more function, whose record has no return address. */
+		t = guest_create(bare ? d + 1 : d, lay, bare);
+		target_prime(t, &chk);
+		c.chk = &chk;
+		if (!vstat(t, "guest_callchains", &a0) ||
+		    !vstat(t, "guest_callchain_frames", &f0) ||
+		    !vstat(t, "guest_callchain_loads", &l0)) {
+			printf("%-8s %3d   stats guest_callchain{s,_frames,_loads} missing in this kernel\n",
+			       name, d);
+			printf("BENCH loads layout=%s depth=%d missing=1\n", name, d);
 			guest_destroy(t);
+			continue;
 		}
+		run_window(t, &c, &w);
+		vstat(t, "guest_callchains", &a1);
+		vstat(t, "guest_callchain_frames", &f1);
+		vstat(t, "guest_callchain_loads", &l1);
+		cb = a1 - a0;
+		fb = f1 - f0;
+		lb = l1 - l0;
+		/* Stack pages holding the records read, from the guest's fps. */
+		pages = (*t->outer_fp >> 12) - (*t->leaf_fp >> 12) + 1;
+		lpf = fb ? (double)lb / fb : 0;
+		/* v2: per record, two full walks (4 PTE loads + 1 data load each). */
+		v2 = fb ? 2.0 * (4 + 1) * (double)(bare ? d + 1 : d) * cb / fb : 0;
+		printf("%-8s %3d %7lu %8.2f %6lu %8.2f %8lu %9.4f %10.2f %4lu/%lu\n",
+		       name, d, cb, cb ? (double)fb / cb : 0, pages,
+		       cb ? (double)lb / cb : 0, (bare ? d + 1 : d) + 4 * pages, lpf, v2,
+		       chk.exact, chk.inloop);
+		printf("BENCH loads layout=%s depth=%d samples=%lu callchains=%lu frames=%lu loads=%lu pages=%lu frames_per_sample=%.3f loads_per_sample=%.3f loads_per_frame=%.4f v2_loads_per_frame=%.2f exact=%lu inloop=%lu\n",
+		       name, d, w.samples, cb, fb, lb, pages, cb ? (double)fb / cb : 0,
+		       cb ? (double)lb / cb : 0, lpf, v2, chk.exact, chk.inloop);
+		if (chk.nbad && verbose) {
+			print_chain("expected", chk.ref, chk.nref);
+			print_chain("got", chk.bad, chk.nbad);
+		}
+		guest_destroy(t);
 	}
 }
 
