@@ -1,25 +1,24 @@
 # SPDX-License-Identifier: GPL-2.0
 # perf kvm guest callchains: the workbench.  Each target calls one script.
-.PHONY: demo test tree export kernel perf selftests initramfs vm clean
+.PHONY: demo test bench gate tree export kernel perf selftests clean
 
-demo:		## profile a guest from the host and show its call stacks
+demo:		## profile a real Linux guest from the host: call stacks, flame graph
 	scripts/demo.sh
-test:		## everything: build, boot, KUnit, selftests, scenarios, checks
+test:		## everything: gate, build, boot, KUnit, selftests, scenarios, checks
 	scripts/test.sh
+bench:		## guest unwind cost, on a kernel without debug options
+	scripts/bench.sh
+gate:		## the build robot's checks on the series (needs 'make tree')
+	scripts/gate.sh
 tree:		## fresh build/linux from Debian's linux-source-6.12 + patches/
 	scripts/tree.sh
 export:		## patches/ from base..HEAD of build/linux
 	scripts/export.sh
-kernel:
-	scripts/build-kernel.sh host configs/host.config
+kernel:		## the test VM kernel (host config + KASAN)
+	scripts/build-kernel.sh test configs/host.config configs/kasan.config
 perf:
 	scripts/build-perf.sh
 selftests:
 	scripts/build-selftests.sh
-initramfs:
-	scripts/mkinitramfs.sh build/initramfs.cpio.gz
-vm:		## boot the test VM and run the scenarios (after the builds)
-	scripts/run-vm.sh build/obj-host/arch/x86/boot/bzImage build/initramfs.cpio.gz \
-		build/results 1500 selftests,baseline
 clean:
-	rm -rf build
+	rm -rf build out
