@@ -35,10 +35,14 @@
  * 4. maxrate: kernel.perf_event_max_sample_rate before and after a run at
  *    sample_freq=100000, with and without guest callchains.
  *
- * The last lines of the output, "BENCH key=value ...", are for
+ * In sections 2 and 3 the variants of one repetition (no sampling, perf
+ * without and with callchains, the VMM sampler) take turns in short slices
+ * while the worker spins (A B C A B C ...), so that the emulator's changes
+ * of speed hit them alike; every ratio is reported as the median and the
+ * min-max over the repetitions.  Lines "BENCH key=value ..." are for
  * tests/host/bench_report.py.
  *
- * usage: guest_bench [-r reps] [-w window_ms] [-s sections] [-v]
+ * usage: guest_bench [-r reps] [-w slice_ms] [-n slices] [-s sections] [-v]
  *	sections: any of "1234" (default all)
  */
 #include <errno.h>
@@ -76,6 +80,7 @@
 #define RING_DATA_PAGES		1024	/* 4 MiB: a whole window, never drained during it */
 #define PERIOD_NS		100000	/* 10 kHz for sections 1 and 2 */
 #define WARMUP_US		20000
+#define LOADS_WINDOW_US		300000
 
 enum { LAYOUT_ONEPAGE, LAYOUT_SPREAD };
 
@@ -826,8 +831,11 @@ static void timer_arm(uint64_t ns)
 	TEST_ASSERT(!timerfd_settime(timer_fd, 0, &its, NULL), "timerfd_settime");
 }
 
+static bool timer_fifo;
+
 static void timer_init(void)
 {
+	struct sched_param prio = { .sched_priority = 1 };
 	struct sigaction sa = { .sa_handler = sigusr1_handler };	/* no SA_RESTART */
 	sigset_t set;
 
@@ -840,6 +848,11 @@ static void timer_init(void)
 	timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	TEST_ASSERT(timer_fd >= 0, "timerfd_create");
 	TEST_ASSERT(!pthread_create(&timer_th, NULL, timer_thread, NULL), "timer thread");
+	/*
+	 * A real-time sampler thread, so that its wakeup preempts the vCPU
+	 * thread on a shared CPU instead of waiting for the next tick.
+	 */
+	timer_fifo = !pthread_setschedparam(timer_th, SCHED_FIFO, &prio);
 }
 
 static void timer_exit(void)
@@ -850,80 +863,118 @@ static void timer_exit(void)
 	close(timer_fd);
 }
 
-/* One measurement window. */
+/*
+ * Measurement: variants (no sampling, perf with or without callchains, the
+ * VMM sampler) take turns in short slices, A B C A B C ..., while the worker
+ * spins, so that drifts of the emulator's speed hit all of them alike.
+ */
 enum smode { S_NONE, S_PERF, S_USER };
 
 struct wcfg {
 	enum smode mode;
 	struct pcfg p;
 	uint64_t user_rate;
-	bool rbp_zero;		/* native only: start with RBP=0, the walk ends in a fault */
+	bool rbp_zero;		/* native only: outermost saved RBP 0, the walk ends in a fault */
 	struct chainchk *chk;
 };
 
-static int window_us = 400000;
+#define MAX_VARIANTS	8
+static int slice_us = 30000;
+static int slices = 10;
 
-static void run_window(struct target *t, const struct wcfg *c, struct wres *w)
+static void run_cycle(struct target *t, const struct wcfg *cfg, int nv, int nslices,
+		      int us, struct wres *res)
 {
-	struct ring r = { .fd = -1 };
-	uint64_t c0, c1, s0 = 0, s1 = 0;
-	double t0, t1;
+	struct ring r[MAX_VARIANTS];
+	uint64_t iters_acc[MAX_VARIANTS] = {}, us_acc[MAX_VARIANTS] = {};
+	double secs_acc[MAX_VARIANTS] = {};
+	int v, sl, user = -1;
 
-	memset(w, 0, sizeof(*w));
-	if (!t->guest)
-		t->rbp_init = c->rbp_zero ? 0 : NATIVE_RBP_NOFAULT;
-	if (c->mode == S_PERF)
-		ring_open(&r, t->tid, &c->p);
-	if (c->mode == S_USER) {
-		t->uchk = *c->chk;
-		t->uchk.inloop = t->uchk.exact = 0;
-		t->uchk.nbad = 0;
+	TEST_ASSERT(nv <= MAX_VARIANTS, "too many variants");
+	for (v = 0; v < nv; v++) {
+		memset(&res[v], 0, sizeof(res[v]));
+		if (cfg[v].mode == S_PERF)
+			ring_open(&r[v], t->tid, &cfg[v].p);
+		if (cfg[v].mode == S_USER) {
+			TEST_ASSERT(user < 0 && t->guest, "one VMM sampler variant, for a guest");
+			user = v;
+			t->uchk = *cfg[v].chk;
+			t->uchk.inloop = t->uchk.exact = 0;
+			t->uchk.nbad = 0;
+			timer_target = t->th;
+		}
 	}
 
 	target_start(t);
 	sleep_us(WARMUP_US);
-	if (c->mode == S_PERF)
-		TEST_ASSERT(!ioctl(r.fd, PERF_EVENT_IOC_ENABLE, 0), "PERF_EVENT_IOC_ENABLE");
-	if (c->mode == S_USER) {
-		timer_target = t->th;
-		s0 = t->usamples;
-		t->usampler = 1;
-		timer_arm(1000000000ull / c->user_rate);
-	}
-	t0 = now_s();
-	c0 = *t->iters;
-	sleep_us(window_us);
-	c1 = *t->iters;
-	t1 = now_s();
-	if (c->mode == S_PERF)
-		TEST_ASSERT(!ioctl(r.fd, PERF_EVENT_IOC_DISABLE, 0), "PERF_EVENT_IOC_DISABLE");
-	if (c->mode == S_USER) {
-		timer_arm(0);
-		s1 = t->usamples;
-	}
-	target_stop(t);
-	if (c->mode == S_USER)
-		t->usampler = 0;
+	for (sl = 0; sl < nslices; sl++) {
+		for (v = 0; v < nv; v++) {
+			const struct wcfg *c = &cfg[v];
+			uint64_t c0, c1, u0 = 0, u1 = 0;
+			double t0, t1;
 
-	w->secs = t1 - t0;
-	w->rate = (c1 - c0) / w->secs;
-	if (c->mode == S_PERF) {
-		ring_drain(&r, w, c->chk);
-		ring_close(&r);
-		w->samples += w->lost;
-	} else if (c->mode == S_USER) {
-		w->samples = w->guest = s1 - s0;
-		c->chk->inloop += t->uchk.inloop;
-		c->chk->exact += t->uchk.exact;
-		if (t->uchk.nbad && !c->chk->nbad) {
-			c->chk->nbad = t->uchk.nbad;
-			memcpy(c->chk->bad, t->uchk.bad, sizeof(c->chk->bad));
+			if (!t->guest)	/* the outermost record's saved RBP */
+				*(volatile uint64_t *)*t->outer_fp =
+					c->rbp_zero ? 0 : NATIVE_RBP_NOFAULT;
+			if (c->mode == S_PERF)
+				TEST_ASSERT(!ioctl(r[v].fd, PERF_EVENT_IOC_ENABLE, 0),
+					    "PERF_EVENT_IOC_ENABLE");
+			if (c->mode == S_USER) {
+				u0 = t->usamples;
+				t->usampler = 1;
+				timer_arm(1000000000ull / c->user_rate);
+			}
+			t0 = now_s();
+			c0 = *t->iters;
+			sleep_us(us);
+			c1 = *t->iters;
+			t1 = now_s();
+			if (c->mode == S_PERF)
+				TEST_ASSERT(!ioctl(r[v].fd, PERF_EVENT_IOC_DISABLE, 0),
+					    "PERF_EVENT_IOC_DISABLE");
+			if (c->mode == S_USER) {
+				timer_arm(0);
+				u1 = t->usamples;
+				t->usampler = 0;
+			}
+			iters_acc[v] += c1 - c0;
+			secs_acc[v] += t1 - t0;
+			us_acc[v] += u1 - u0;
 		}
 	}
-	w->srate = w->samples / w->secs;
+	target_stop(t);
+
+	for (v = 0; v < nv; v++) {
+		struct wres *w = &res[v];
+
+		w->secs = secs_acc[v];
+		w->rate = iters_acc[v] / w->secs;
+		if (cfg[v].mode == S_PERF) {
+			ring_drain(&r[v], w, cfg[v].chk);
+			ring_close(&r[v]);
+			w->samples += w->lost;
+		} else if (cfg[v].mode == S_USER) {
+			struct chainchk *chk = cfg[v].chk;
+
+			w->samples = w->guest = us_acc[v];
+			chk->inloop += t->uchk.inloop;
+			chk->exact += t->uchk.exact;
+			if (t->uchk.nbad && !chk->nbad) {
+				chk->nbad = t->uchk.nbad;
+				memcpy(chk->bad, t->uchk.bad, sizeof(chk->bad));
+			}
+		}
+		w->srate = w->samples / w->secs;
+	}
 }
 
-static int reps = 5;
+/* One variant, one window. */
+static void run_window(struct target *t, const struct wcfg *c, int us, struct wres *w)
+{
+	run_cycle(t, c, 1, 1, us, w);
+}
+
+static int reps = 7;
 static bool verbose;
 static bool have_knob;
 
@@ -958,7 +1009,7 @@ static void section_loads(void)
 	int ci;
 
 	printf("\n== 1. Guest memory loads per unwound frame (vCPU stats, cpu-clock %d us, %d ms) ==\n",
-	       PERIOD_NS / 1000, window_us / 1000);
+	       PERIOD_NS / 1000, LOADS_WINDOW_US / 1000);
 	printf("%-8s %3s %7s %8s %6s %8s %8s %9s %10s %8s\n", "layout", "D", "samples",
 	       "fr/smpl", "pages", "ld/smpl", "expect", "ld/frame", "v2 ld/fr", "chains");
 	for (ci = 0; ci < ARRAY_SIZE(cfgs); ci++) {
@@ -986,7 +1037,7 @@ static void section_loads(void)
 			guest_destroy(t);
 			continue;
 		}
-		run_window(t, &c, &w);
+		run_window(t, &c, LOADS_WINDOW_US, &w);
 		vstat(t, "guest_callchains", &a1);
 		vstat(t, "guest_callchain_frames", &f1);
 		vstat(t, "guest_callchain_loads", &l1);
@@ -1025,10 +1076,13 @@ static double cost_per_sample(const struct wres *base, const struct wres *w)
 static void section_cost(void)
 {
 	static const int depths[] = { 4, 16, 64 };
+	static double all_g[3][64], all_n[3][64];
+	double slope[64];
+	struct spread ss, sg4, sg64, sn4, sn64;
 	int di, i;
 
-	printf("\n== 2. Unwind cost per sample: guest (KVM) vs host (user FP walk), cpu-clock %d us, %d x %d ms windows ==\n",
-	       PERIOD_NS / 1000, reps, window_us / 1000);
+	printf("\n== 2. Unwind cost per sample: guest (KVM) vs host (user FP walk), cpu-clock %d us, %d reps of %d x %d ms slices per variant ==\n",
+	       PERIOD_NS / 1000, reps, slices, slice_us / 1000);
 	printf("   cost = (loss/sample with PERF_SAMPLE_CALLCHAIN) - (loss/sample without); raw us are TCG time\n");
 	for (di = 0; di < 3; di++) {
 		int d = depths[di];
@@ -1058,13 +1112,15 @@ static void section_cost(void)
 			nC0 = nC;
 			nC0.rbp_zero = true;
 			nC0.chk = &n0chk;
-			run_window(g, &gN, &wgN);
-			run_window(n, &nN, &wnN);
-			run_window(g, &gS, &wgS);
-			run_window(n, &nS, &wnS);
-			run_window(g, &gC, &wgC);
-			run_window(n, &nC, &wnC);
-			run_window(n, &nC0, &wnC0);
+			{
+				struct wcfg gv[] = { gN, gS, gC }, nv[] = { nN, nS, nC, nC0 };
+				struct wres gr[3], nr[4];
+
+				run_cycle(g, gv, 3, slices, slice_us, gr);
+				run_cycle(n, nv, 4, slices, slice_us, nr);
+				wgN = gr[0], wgS = gr[1], wgC = gr[2];
+				wnN = nr[0], wnS = nr[1], wnC = nr[2], wnC0 = nr[3];
+			}
 			gus[i] = (cost_per_sample(&wgN, &wgC) - cost_per_sample(&wgN, &wgS)) * 1e6;
 			nus[i] = (cost_per_sample(&wnN, &wnC) - cost_per_sample(&wnN, &wnS)) * 1e6;
 			n0us[i] = (cost_per_sample(&wnN, &wnC0) - cost_per_sample(&wnN, &wnS)) * 1e6;
@@ -1077,10 +1133,12 @@ static void section_cost(void)
 				printf("  D=%d rep %d: guest it/s N %.0f S %.0f C %.0f smp/s S %.0f C %.0f | native it/s N %.0f S %.0f C %.0f C0 %.0f smp/s S %.0f C %.0f C0 %.0f\n",
 				       d, i, wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
 				       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
-			printf("BENCH cost_rep depth=%d rep=%d guest_unwind_us=%.3f host_unwind_us=%.3f host_rbp0_unwind_us=%.3f ratio=%.3f ratio_rbp0=%.3f guest_sample_us=%.3f host_sample_us=%.3f guest_frac=%.3f lost=%lu throttled=%lu\n",
+			printf("BENCH cost_rep depth=%d rep=%d guest_unwind_us=%.3f host_unwind_us=%.3f host_rbp0_unwind_us=%.3f ratio=%.3f ratio_rbp0=%.3f guest_sample_us=%.3f host_sample_us=%.3f guest_frac=%.3f lost=%lu throttled=%lu g_it=%.0f,%.0f,%.0f g_smp=%.0f,%.0f n_it=%.0f,%.0f,%.0f,%.0f n_smp=%.0f,%.0f,%.0f\n",
 			       d, i, gus[i], nus[i], n0us[i], ratio[i], ratio0[i], gbase[i], nbase[i],
 			       gfrac[i], wgC.lost + wnC.lost + wnC0.lost,
-			       wgC.throttled + wnC.throttled + wnC0.throttled);
+			       wgC.throttled + wnC.throttled + wnC0.throttled,
+			       wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
+			       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
 		}
 		s = spread_of(ratio, reps);
 		s0 = spread_of(ratio0, reps);
@@ -1109,14 +1167,36 @@ static void section_cost(void)
 			print_chain("host expected", nchk.ref, nchk.nref);
 			print_chain("host got", nchk.bad, nchk.nbad);
 		}
+		memcpy(all_g[di], gus, sizeof(all_g[di]));
+		memcpy(all_n[di], nus, sizeof(all_n[di]));
 		native_destroy(n);
 		guest_destroy(g);
 	}
+	/*
+	 * The marginal cost of one more frame, from D=4 to D=64: it leaves out
+	 * what does not depend on D (the context, the IP, the record header).
+	 */
+	for (i = 0; i < reps; i++) {
+		double dn = all_n[2][i] - all_n[0][i];
+
+		slope[i] = dn > 0 ? (all_g[2][i] - all_g[0][i]) / dn : NAN;
+	}
+	ss = spread_of(slope, reps);
+	sg4 = spread_of(all_g[0], reps);
+	sg64 = spread_of(all_g[2], reps);
+	sn4 = spread_of(all_n[0], reps);
+	sn64 = spread_of(all_n[2], reps);
+	printf("per extra frame (D=4 -> 64): guest/host %.2f [%.2f-%.2f] (%d/%d reps valid); ratio of medians %.2f\n",
+	       ss.med, ss.min, ss.max, ss.n, reps,
+	       (sg64.med - sg4.med) / (sn64.med - sn4.med));
+	printf("BENCH cost_slope reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f ratio_of_medians=%.3f\n",
+	       reps, ss.n, ss.med, ss.min, ss.max, (sg64.med - sg4.med) / (sn64.med - sn4.med));
 }
 
 /* Section 3: the kernel's guest callchains vs a sampler in the VMM. */
 #define SAMPLER_DEPTH	16
-static const uint64_t sampler_rates[] = { 1000, 2000, 5000, 10000, 20000, 50000 };
+#define SAMPLER_SLICES	6
+static const uint64_t sampler_rates[] = { 250, 500, 1000, 2000, 5000, 10000 };
 #define NR_SRATES	ARRAY_SIZE(sampler_rates)
 
 static void section_sampler(void)
@@ -1128,8 +1208,10 @@ static void section_sampler(void)
 	int kmax = 0, umax = 0, i, ri;
 	bool same;
 
-	printf("\n== 3. Kernel guest callchains vs a sampler in the VMM (D=%d, one page, %d x %d ms windows) ==\n",
-	       SAMPLER_DEPTH, reps, window_us / 1000);
+	printf("\n== 3. Kernel guest callchains vs a sampler in the VMM (D=%d, one page, %d reps of %d x %d ms slices per variant) ==\n",
+	       SAMPLER_DEPTH, reps, SAMPLER_SLICES, slice_us / 1000);
+	printf("   VMM sampler: timerfd thread (%s) -> pthread_kill(SIGUSR1) -> KVM_RUN -EINTR -> KVM_GET_REGS, KVM_GET_SREGS, walk\n",
+	       timer_fifo ? "SCHED_FIFO" : "SCHED_OTHER: could not get SCHED_FIFO");
 	target_prime(g, &kchk);
 	uchk = kchk;
 	for (i = 0; i < reps; i++) {
@@ -1143,9 +1225,11 @@ static void section_sampler(void)
 			struct wres wn, wk, wu;
 			double kc, uc;
 
-			run_window(g, &n, &wn);
-			run_window(g, &k, &wk);
-			run_window(g, &u, &wu);
+			struct wcfg v3[] = { n, k, u };
+			struct wres r3[3];
+
+			run_cycle(g, v3, 3, SAMPLER_SLICES, slice_us, r3);
+			wn = r3[0], wk = r3[1], wu = r3[2];
 			kloss[ri][i] = (wn.rate - wk.rate) / wn.rate;
 			uloss[ri][i] = (wn.rate - wu.rate) / wn.rate;
 			kach[ri][i] = wk.srate;
@@ -1157,9 +1241,9 @@ static void section_sampler(void)
 				printf("  rep %d rate %lu: it/s N %.0f K %.0f U %.0f, smp/s K %.0f U %.0f, loss/sample us K %.2f U %.2f\n",
 				       i, rate, wn.rate, wk.rate, wu.rate, wk.srate, wu.srate,
 				       kc * 1e6, uc * 1e6);
-			printf("BENCH sampler_rep rate=%lu rep=%d kern_loss=%.4f user_loss=%.4f kern_rate=%.0f user_rate=%.0f user_over_kern=%.3f kern_throttled=%lu kern_lost=%lu\n",
+			printf("BENCH sampler_rep rate=%lu rep=%d kern_loss=%.4f user_loss=%.4f kern_rate=%.0f user_rate=%.0f user_over_kern=%.3f kern_throttled=%lu kern_lost=%lu it_n=%.0f it_k=%.0f it_u=%.0f\n",
 			       rate, i, kloss[ri][i], uloss[ri][i], wk.srate, wu.srate,
-			       ratio[ri][i], wk.throttled, wk.lost);
+			       ratio[ri][i], wk.throttled, wk.lost, wn.rate, wk.rate, wu.rate);
 		}
 	}
 	printf("%8s | %-22s %-22s | %-10s %-10s | %s\n", "rate/s", "kernel loss %", "VMM loss %",
@@ -1191,13 +1275,16 @@ static void section_sampler(void)
 		print_chain("kernel mismatch", kchk.bad, kchk.nbad);
 	if (uchk.nbad)
 		print_chain("VMM mismatch", uchk.bad, uchk.nbad);
-	printf("BENCH sampler_max kern_max_rate=%d user_max_rate=%d\n", kmax, umax);
+	printf("BENCH sampler_max kern_max_rate=%d user_max_rate=%d ladder_max=%lu timer_fifo=%d\n", kmax, umax,
+	       sampler_rates[NR_SRATES - 1], timer_fifo);
 	printf("BENCH sampler_chains kern_exact=%lu kern_inloop=%lu user_exact=%lu user_inloop=%lu depth=%d same=%d\n",
 	       kchk.exact, kchk.inloop, uchk.exact, uchk.inloop, kchk.nref, same);
 	guest_destroy(g);
 }
 
 /* Section 4: perf_event_max_sample_rate at a requested 100 kHz. */
+#define MAXRATE_REPS		5
+#define MAXRATE_WINDOW_US	500000
 static void section_maxrate(void)
 {
 	static double after[2][64], ach[2][64], loss[2][64];
@@ -1207,9 +1294,9 @@ static void section_maxrate(void)
 	int i, cc;
 
 	printf("\n== 4. kernel.perf_event_max_sample_rate after runs at sample_freq=100000 (D=%d, %d x %d ms) ==\n",
-	       SAMPLER_DEPTH, reps, window_us / 1000);
+	       SAMPLER_DEPTH, MAXRATE_REPS, MAXRATE_WINDOW_US / 1000);
 	target_prime(g, &chk);
-	for (i = 0; i < reps; i++) {
+	for (i = 0; i < MAXRATE_REPS; i++) {
 		for (cc = 0; cc < 2; cc++) {
 			struct wcfg n = { .mode = S_NONE };
 			struct wcfg f = { .mode = S_PERF,
@@ -1217,10 +1304,10 @@ static void section_maxrate(void)
 			struct wres wn, wf;
 			long before, aft;
 
-			run_window(g, &n, &wn);
+			run_window(g, &n, MAXRATE_WINDOW_US / 2, &wn);
 			TEST_ASSERT(write_file(MAX_RATE_PATH, "100000"), "cannot write %s", MAX_RATE_PATH);
 			before = read_long(MAX_RATE_PATH);
-			run_window(g, &f, &wf);
+			run_window(g, &f, MAXRATE_WINDOW_US, &wf);
 			aft = read_long(MAX_RATE_PATH);
 			after[cc][i] = aft;
 			ach[cc][i] = wf.srate;
@@ -1230,14 +1317,14 @@ static void section_maxrate(void)
 		}
 	}
 	for (cc = 0; cc < 2; cc++) {
-		struct spread a = spread_of(after[cc], reps), s = spread_of(ach[cc], reps);
-		struct spread l = spread_of(loss[cc], reps);
+		struct spread a = spread_of(after[cc], MAXRATE_REPS), s = spread_of(ach[cc], MAXRATE_REPS);
+		struct spread l = spread_of(loss[cc], MAXRATE_REPS);
 
 		printf("%-22s max_sample_rate after: %.0f [%.0f-%.0f]; samples/s delivered %.0f [%.0f-%.0f]; guest loss %.1f %%\n",
 		       cc ? "with guest callchains" : "without callchains", a.med, a.min, a.max,
 		       s.med, s.min, s.max, l.med * 100);
 		printf("BENCH maxrate callchain=%d reps=%d before=100000 after_med=%.0f after_min=%.0f after_max=%.0f achieved_med=%.0f achieved_min=%.0f achieved_max=%.0f loss_med=%.4f\n",
-		       cc, reps, a.med, a.min, a.max, s.med, s.min, s.max, l.med);
+		       cc, MAXRATE_REPS, a.med, a.min, a.max, s.med, s.min, s.max, l.med);
 	}
 	if (before0 > 0) {
 		char buf[32];
@@ -1255,13 +1342,16 @@ int main(int argc, char *argv[])
 	double start = now_s();
 	int opt;
 
-	while ((opt = getopt(argc, argv, "r:w:s:v")) != -1) {
+	while ((opt = getopt(argc, argv, "r:w:n:s:v")) != -1) {
 		switch (opt) {
 		case 'r':
 			reps = atoi(optarg);
 			break;
 		case 'w':
-			window_us = atoi(optarg) * 1000;
+			slice_us = atoi(optarg) * 1000;
+			break;
+		case 'n':
+			slices = atoi(optarg);
 			break;
 		case 's':
 			sections = optarg;
@@ -1270,11 +1360,13 @@ int main(int argc, char *argv[])
 			verbose = true;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-r reps] [-w window_ms] [-s 1234] [-v]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-r reps] [-w slice_ms] [-n slices] [-s 1234] [-v]\n",
+				argv[0]);
 			return 2;
 		}
 	}
 	TEST_ASSERT(reps >= 1 && reps <= 64, "reps must be 1..64");
+	TEST_ASSERT(slices >= 1 && slice_us >= 1000, "bad slices");
 
 	close(open_kvm_dev_path_or_exit());
 	have_knob = !access(KNOB_PATH, F_OK);
@@ -1285,12 +1377,12 @@ int main(int argc, char *argv[])
 		       KNOB_PATH);
 	write_file(MAX_RATE_PATH, "100000");
 	uname(&uts);
-	printf("guest_bench: kernel %s, %ld CPU(s), guest_callchains=%s, max_sample_rate %ld, %d reps, %d ms windows\n",
+	printf("guest_bench: kernel %s, %ld CPU(s), guest_callchains=%s, max_sample_rate %ld, %d reps of %d x %d ms slices\n",
 	       uts.release, sysconf(_SC_NPROCESSORS_ONLN), have_knob ? (read_long(KNOB_PATH) ? "Y" : "N") : "absent",
-	       read_long(MAX_RATE_PATH), reps, window_us / 1000);
-	printf("BENCH meta kernel=%s cpus=%ld knob=%s reps=%d window_ms=%d period_us=%d\n",
+	       read_long(MAX_RATE_PATH), reps, slices, slice_us / 1000);
+	printf("BENCH meta kernel=%s cpus=%ld knob=%s reps=%d slices=%d slice_ms=%d period_us=%d\n",
 	       uts.release, sysconf(_SC_NPROCESSORS_ONLN),
-	       have_knob ? (read_long(KNOB_PATH) ? "Y" : "N") : "absent", reps, window_us / 1000,
+	       have_knob ? (read_long(KNOB_PATH) ? "Y" : "N") : "absent", reps, slices, slice_us / 1000,
 	       PERIOD_NS / 1000);
 
 	timer_init();

@@ -114,7 +114,12 @@ def table_cost(recs, out):
         valid = f" ({kv['valid']}/{kv['reps']} reps)" if kv.get("valid") not in (None, kv.get("reps")) else ""
         out.append(f"| {d} | {spread(kv, 'ratio')}{valid} | {spread(kv, 'ratio_rbp0')} | "
                    f"{num(kv.get('guest_frac'), 0) * 100:.0f} % | "
-                   f"{verdict(None if med is None else med <= 1.5)} |")
+                   f"{verdict(None if med is None or med <= 0 else med <= 1.5)} |")
+    for t, kv in recs:
+        if t == "cost_slope":
+            out.append(f"\nPer extra frame (the D = 4 → 64 slope, without what does not depend on D): "
+                       f"guest / host {spread(kv, 'ratio')}, ratio of the medians "
+                       f"{num(kv.get('ratio_of_medians'), float('nan')):.2f}.")
     out.append("")
 
 
@@ -137,9 +142,15 @@ def table_sampler(recs, out):
                    f"{spread(kv, 'user_over_kern')} |")
     for t, kv in recs:
         if t == "sampler_max":
+            top = kv.get("ladder_max")
+
+            def best(v):
+                if v == "0":
+                    return "none of the ladder"
+                return f"≥ {v} /s (the top of the ladder)" if v == top else f"{v} /s"
             out.append(f"\nHighest rate of the ladder with ≤ 10 % guest throughput loss (median) and ≥ 90 % "
-                       f"of the requested rate delivered: kernel {kv.get('kern_max_rate')} /s, "
-                       f"VMM sampler {kv.get('user_max_rate')} /s.")
+                       f"of the requested rate delivered: kernel {best(kv.get('kern_max_rate'))}, "
+                       f"VMM sampler {best(kv.get('user_max_rate'))}.")
         if t == "sampler_chains":
             same = kv.get("same") == "1"
             out.append(f"Chains of the samples whose IP is in the leaf loop, against a reference walk of "
@@ -180,9 +191,10 @@ def main():
     for t, kv in recs:
         if t == "meta":
             out.append(f"Measured with guest_bench on {kv.get('kernel')} ({kv.get('cpus')} CPU, "
-                       f"guest_callchains={kv.get('knob')}), {kv.get('reps')} repetitions of "
-                       f"{kv.get('window_ms')} ms windows, cpu-clock period {kv.get('period_us')} us "
-                       "unless stated; under QEMU TCG only ratios mean anything.\n")
+                       f"guest_callchains={kv.get('knob')}), {kv.get('reps')} repetitions, each variant "
+                       f"measured in {kv.get('slices')} slices of {kv.get('slice_ms')} ms taking turns "
+                       f"with the others, cpu-clock period {kv.get('period_us')} us unless stated; "
+                       "under QEMU TCG only ratios mean anything.\n")
     table_loads(recs, out)
     table_cost(recs, out)
     table_sampler(recs, out)
