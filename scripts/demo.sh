@@ -34,6 +34,6 @@ cp build/obj-guest/vmlinux out/guest-vmlinux
 step "resolving the guest's call stacks" tests/host/check_demo.py build/demo/demo.D out/guest-System.map
 echo "== demo: perf kvm --guest --guestvmlinux=out/guest-vmlinux report -g (top of it)"
 build/perf/perf kvm --guest --guestvmlinux=out/guest-vmlinux -i out/perf.data.guest \
-	report -g caller,0.5,callee --stdio --percent-limit 3 2>/dev/null | grep -v '^$' | head -60
+	report -g caller,0.5,callee --stdio --percent-limit 3 2>/dev/null | grep -v '^$' | sed -n 1,60p
 step "drawing the flame graph" scripts/flamegraph.sh out/perf.data.guest out/guest-vmlinux out
 echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"
