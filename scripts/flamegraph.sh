@@ -4,6 +4,7 @@
 # with the d3-flame-graph template from npm), write the folded stacks
 # (stackcollapse.py) and a PNG screenshot taken with headless Chromium.
 # usage: flamegraph.sh <perf.data.guest> <guest vmlinux> <outdir>
+# (The screenshot is skipped when chromium is not installed.)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 data=$(realpath "$1") vmlinux=$(realpath "$2") out=$(realpath -m "$3")
@@ -20,6 +21,7 @@ cd "$out"
 "$perf" kvm --guest --guestvmlinux="$vmlinux" -i "$data" script -s "$scripts/stackcollapse.py" \
 	> "$out/stacks.folded" 2>> "$out/flamegraph.err"
 echo "flamegraph: $out/flamegraph.html ($(du -h "$out/flamegraph.html" | cut -f1)), $out/stacks.folded ($(wc -l < "$out/stacks.folded") stacks)"
+command -v chromium >/dev/null || { echo "flamegraph: no chromium, no screenshot"; exit 0; }
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 	--disable-background-networking --disable-component-update --disable-sync \
 	--user-data-dir="$(mktemp -d)" --hide-scrollbars --window-size=1600,1000 \

@@ -77,7 +77,8 @@ expect=stock
 ls patches/0*.patch >/dev/null 2>&1 && expect=frames
 tests/host/check_baseline.py "$res/baseline.D" build/selftests/wb/guest_spin "$expect" | record
 # perf tools: decoding, guest symbols, perf kvm script/report, perf test.
-tests/host/check_perf_kvm.sh build/perf/perf "$res/baseline.data" build/selftests/wb/guest_spin | record
+tests/host/check_perf_kvm.sh build/perf/perf "$res/baseline.data" build/selftests/wb/guest_spin \
+	build/results-flamegraph | record
 # Demo, short version: a real Linux guest recorded from the host.
 sed 's/^/    /' "$res/demo.log"
 tests/host/check_demo.py "$res/demo.D" build/obj-guest/System.map | record

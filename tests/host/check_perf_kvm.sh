@@ -3,8 +3,8 @@
 # perf tools on the baseline recording: 'perf kvm script' and 'perf kvm
 # report -g' resolve the guest frames with the guest binary's symbols and
 # print them in the right order.  Also runs perf's own guest callchain test.
-# usage: check_perf_kvm.sh <perf> <perf.data.guest> <guest ELF>
-perf=$1 data=$2 elf=$3
+# usage: check_perf_kvm.sh <perf> <perf.data.guest> <guest ELF> <outdir>
+perf=$1 data=$2 elf=$3 out=$4
 check() {	# check <description> <command...>
 	local what=$1
 	shift
@@ -32,3 +32,13 @@ import re, sys
 lines = [re.sub(r"[-|\s]+", " ", l).strip() for l in sys.stdin]
 want = ["guest_code", "spin_top", "spin_mid", "spin_leaf"]
 sys.exit(0 if any(lines[i:i + 4] == want for i in range(len(lines))) else 1)' <<< "$report"
+
+# perf's flamegraph script, on the guest recording, with the npm template.
+rm -f "$out/flamegraph.html"
+"$(dirname "$0")/../../scripts/flamegraph.sh" "$data" "$elf" "$out" | sed 's/^/    /'
+check "the flame graph of the guest recording holds guest_code, spin_top, spin_mid, spin_leaf" \
+	python3 -c '
+import json, re, sys
+html = open(sys.argv[1]).read()
+names = set(re.findall(r"\"n\": ?\"([^\"]+)\"", html)) | set(re.findall(r"\"name\": ?\"([^\"]+)\"", html))
+sys.exit(0 if {"guest_code", "spin_top", "spin_mid", "spin_leaf"} <= names else 1)' "$out/flamegraph.html"
