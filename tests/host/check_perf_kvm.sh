@@ -10,9 +10,9 @@ check() {	# check <description> <command...>
 	shift
 	if "$@"; then echo "PASS: perf tools: $what"; else echo "FAIL: perf tools: $what"; fi
 }
-out=$("$perf" test 'Guest callchains' 2>&1)
-echo "$out" | sed 's/^/    /'
-check "perf test 'Guest callchains'" grep -q ': Ok$' <<< "$out"
+ptest=$("$perf" test 'Guest callchains' 2>&1)
+echo "$ptest" | sed 's/^/    /'
+check "perf test 'Guest callchains'" grep -q ': Ok$' <<< "$ptest"
 
 script=$("$perf" kvm --guest --guestvmlinux="$elf" -i "$data" script 2>/dev/null)
 # Callee order: each spin_leaf sample is followed by its callers.
