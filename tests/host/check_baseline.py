@@ -17,16 +17,11 @@ no guest sample may carry a guest frame.  Prints PASS/FAIL lines.
 """
 import bisect
 import collections
-import re
 import subprocess
 import sys
 
-CONTEXTS = {
-    0xffffffffffffff80: "KERNEL", 0xfffffffffffffe00: "USER",
-    0xfffffffffffff800: "GUEST", 0xfffffffffffff780: "GUEST_KERNEL",
-    0xfffffffffffff600: "GUEST_USER",
-}
-MISC_GUEST_KERNEL, MISC_GUEST_USER = 4, 5
+from perfdump import CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, samples
+
 CHAIN = ["spin_leaf", "spin_mid", "spin_top", "guest_code"]
 
 
@@ -38,25 +33,6 @@ def symbols(elf):
         if len(f) == 3 and f[1] in "tTwW":
             syms.append((int(f[0], 16), f[2]))
     return [a for a, _ in syms], [n for _, n in syms]
-
-
-def samples(dump):
-    """Yield (misc, ip, [callchain]) for each PERF_RECORD_SAMPLE."""
-    cur = None
-    head = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): \S+: (0x[0-9a-f]+)")
-    with open(dump, errors="replace") as f:
-        for line in f:
-            m = head.search(line)
-            if m:
-                if cur:
-                    yield cur
-                cur = (int(m.group(1), 16) & 7, int(m.group(2), 16), [])
-                continue
-            m = re.match(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$", line.strip())
-            if cur and m:
-                cur[2].append(int(m.group(1), 16))
-    if cur:
-        yield cur
 
 
 def main():

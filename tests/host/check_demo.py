@@ -13,11 +13,11 @@ entry.  Prints PASS/FAIL lines.
 """
 import bisect
 import collections
-import re
 import sys
 
-GUEST_KERNEL, GUEST_USER = 0xfffffffffffff780, 0xfffffffffffff600
-MARKERS = {0xffffffffffffff80, 0xfffffffffffffe00, 0xfffffffffffff800, GUEST_KERNEL, GUEST_USER}
+from perfdump import samples
+
+GUEST_KERNEL = 0xfffffffffffff780
 
 
 def load_map(path):
@@ -29,24 +29,6 @@ def load_map(path):
                 syms.append((int(a, 16), n))
     syms.sort()
     return [a for a, _ in syms], [n for _, n in syms]
-
-
-def samples(dump):
-    cur = None
-    head = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): \S+: (0x[0-9a-f]+)")
-    with open(dump, errors="replace") as f:
-        for line in f:
-            m = head.search(line)
-            if m:
-                if cur:
-                    yield cur
-                cur = (int(m.group(1), 16) & 7, int(m.group(2), 16), [])
-                continue
-            m = re.match(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$", line.strip())
-            if cur and m:
-                cur[2].append(int(m.group(1), 16))
-    if cur:
-        yield cur
 
 
 def main():

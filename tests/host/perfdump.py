@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Samples from a raw 'perf script -D' dump, for the host-side checks."""
+import re
+
+# The context markers of include/uapi/linux/perf_event.h, as u64.
+CONTEXTS = {
+    0xffffffffffffff80: "KERNEL", 0xfffffffffffffe00: "USER",
+    0xfffffffffffff800: "GUEST", 0xfffffffffffff780: "GUEST_KERNEL",
+    0xfffffffffffff600: "GUEST_USER",
+}
+MISC_GUEST_KERNEL, MISC_GUEST_USER = 4, 5
+
+_HEAD = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): \S+: (0x[0-9a-f]+)")
+_ENTRY = re.compile(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$")
+
+
+def samples(dump):
+    """Yield (cpumode, ip, [callchain]) for each PERF_RECORD_SAMPLE."""
+    cur = None
+    with open(dump, errors="replace") as f:
+        for line in f:
+            m = _HEAD.search(line)
+            if m:
+                if cur:
+                    yield cur
+                cur = (int(m.group(1), 16) & 7, int(m.group(2), 16), [])
+                continue
+            m = _ENTRY.match(line.strip())
+            if cur and m:
+                cur[2].append(int(m.group(1), 16))
+    if cur:
+        yield cur
