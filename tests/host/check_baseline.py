@@ -20,7 +20,7 @@ import collections
 import subprocess
 import sys
 
-from perfdump import CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, samples
+from perfdump import CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, Checks, samples
 
 CHAIN = ["spin_leaf", "spin_mid", "spin_top", "guest_code"]
 
@@ -56,12 +56,7 @@ def main():
     for chain, n in chains.most_common(5):
         print(f"baseline:   {n:6d} x [{chain}]")
 
-    ok = True
-
-    def check(cond, what):
-        nonlocal ok
-        print(("PASS: " if cond else "FAIL: ") + what)
-        ok &= bool(cond)
+    check = Checks()
 
     check(guest and all(s[0] == MISC_GUEST_KERNEL for s in guest),
           "baseline: guest samples exist and all are guest-kernel (CPL0) samples")
@@ -80,7 +75,7 @@ def main():
               f"[{' '.join(want)}]")
         host = [s for s in guest if any(CONTEXTS.get(a) in ("KERNEL", "USER") for a in s[2])]
         check(not host, "baseline: no guest sample carries a host context or host frame")
-    return 0 if ok else 1
+    return 0 if check.ok else 1
 
 
 if __name__ == "__main__":

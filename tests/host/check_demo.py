@@ -15,7 +15,7 @@ import bisect
 import collections
 import sys
 
-from perfdump import samples
+from perfdump import Checks, samples
 
 GUEST_KERNEL = 0xfffffffffffff780
 
@@ -58,12 +58,7 @@ def main():
     for stack, n in hot.most_common(12):
         print(f"  {n:6d}  {stack}")
 
-    ok = True
-
-    def check(cond, what):
-        nonlocal ok
-        print(("PASS: " if cond else "FAIL: ") + what)
-        ok &= bool(cond)
+    check = Checks()
 
     check(gk and len(deep) > len(gk) / 2,
           f"demo: {len(deep)}/{len(gk)} guest-kernel samples carry >= 3 resolved guest frames")
@@ -79,7 +74,7 @@ def main():
             return False
         n = sum(1 for c in chains if c and in_order(c))
         check(n > 0, f"demo: {n} samples show {' <- '.join(path)} in caller order")
-    return 0 if ok else 1
+    return 0 if check.ok else 1
 
 
 if __name__ == "__main__":

@@ -30,3 +30,14 @@ def samples(dump):
                 cur[2].append(int(m.group(1), 16))
     if cur:
         yield cur
+
+
+class Checks:
+    """PASS/FAIL lines for the workbench's results; ok is False after any FAIL."""
+
+    def __init__(self):
+        self.ok = True
+
+    def __call__(self, cond, what):
+        print(("PASS: " if cond else "FAIL: ") + what)
+        self.ok &= bool(cond)
