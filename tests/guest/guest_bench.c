@@ -82,7 +82,7 @@
 #define WARMUP_US		20000
 #define LOADS_WINDOW_US		300000
 
-enum { LAYOUT_ONEPAGE, LAYOUT_SPREAD };
+enum { LAYOUT_ONEPAGE, LAYOUT_SPREAD, LAYOUT_NOFRAME };
 
 /*
  * Shared by the guest and the native thread: each has its own copy (the
@@ -96,7 +96,7 @@ static int layout;
 static int in_guest;
 static uint64_t leaf_fp, outer_fp;
 
-extern char leaf_loop_start[], leaf_loop_end[];
+extern char leaf_loop_start[], leaf_loop_end[], noframe_loop_start[], noframe_loop_end[];
 extern char guest_start[], guest_start_ret[], native_start_ret[];
 void bench_main(void);
 void run_on_stack(void (*fn)(void), void *stack_top, uint64_t rbp);
@@ -173,12 +173,33 @@ static noinline __attribute__((noclone)) void rec_big(int n)
 	asm volatile("" :: "r" (pad) : "memory");
 }
 
+/*
+ * The same loop with RBP = 1, which no unwinder reads: a guest sample then
+ * costs the callback, the context and the IP, and no guest memory load.
+ */
+static noinline __attribute__((noclone)) void spin_noframe(void)
+{
+	asm volatile("push %%rbp\n\t"
+		     "mov $1, %%ebp\n"
+		     ".globl noframe_loop_start\n"
+		     "noframe_loop_start:\n\t"
+		     "incq %0\n\t"
+		     "cmpl $0, %1\n\t"
+		     "je noframe_loop_start\n"
+		     ".globl noframe_loop_end\n"
+		     "noframe_loop_end:\n\t"
+		     "pop %%rbp\n"
+		     : "+m" (iters) : "m" (stop_flag) : "cc", "memory");
+}
+
 /* depth >= 3: bench_main, depth - 2 rec frames, leaf. */
 noinline void bench_main(void)
 {
 	WRITE_ONCE(outer_fp, (uint64_t)__builtin_frame_address(0));
 	for (;;) {
-		if (layout == LAYOUT_SPREAD)
+		if (layout == LAYOUT_NOFRAME)
+			spin_noframe();
+		else if (layout == LAYOUT_SPREAD)
 			rec_big(depth - 3);
 		else
 			rec(depth - 3);
@@ -289,7 +310,8 @@ struct chainchk {
 
 static bool ip_in_loop(uint64_t ip)
 {
-	return ip >= (uint64_t)leaf_loop_start && ip < (uint64_t)leaf_loop_end;
+	return (ip >= (uint64_t)leaf_loop_start && ip < (uint64_t)leaf_loop_end) ||
+	       (ip >= (uint64_t)noframe_loop_start && ip < (uint64_t)noframe_loop_end);
 }
 
 static void chain_check(struct chainchk *c, uint64_t ip, const uint64_t *rets, int n)
@@ -1079,7 +1101,12 @@ static void section_cost(void)
 	static double all_g[3][64], all_n[3][64];
 	double slope[64];
 	struct spread ss, sg4, sg64, sn4, sn64;
+	struct target *g0 = guest_create(3, LAYOUT_NOFRAME, false);
+	struct chainchk g0chk = {};
 	int di, i;
+
+	/* The part of a guest unwind that reads no guest memory (RBP = 1). */
+	target_prime(g0, &g0chk);
 
 	printf("\n== 2. Unwind cost per sample: guest (KVM) vs host (user FP walk), cpu-clock %d us, %d reps of %d x %d ms slices per variant ==\n",
 	       PERIOD_NS / 1000, reps, slices, slice_us / 1000);
@@ -1090,12 +1117,13 @@ static void section_cost(void)
 		struct target *n = native_create(d, LAYOUT_ONEPAGE);
 		struct chainchk gchk = {}, nchk = {}, n0chk = {};
 		double ratio[64], ratio0[64], gus[64], nus[64], n0us[64], gfrac[64];
-		double gbase[64], nbase[64];
-		struct spread s, s0, sg, sn, sn0, sgf, sgb, snb;
+		double gbase[64], nbase[64], g0us[64], share0[64], over0[64];
+		struct spread s, s0, sg, sn, sn0, sgf, sgb, snb, sg0, ssh0, sov0;
 
 		target_prime(g, &gchk);
 		target_prime(n, &nchk);
 		n0chk = nchk;
+		g0chk.exact = g0chk.inloop = 0;
 		for (i = 0; i < reps; i++) {
 			struct wcfg gN = { .mode = S_NONE };
 			struct wcfg gS = { .mode = S_PERF, .p = { .guest = true, .period_ns = PERIOD_NS } };
@@ -1103,7 +1131,8 @@ static void section_cost(void)
 			struct wcfg nN = { .mode = S_NONE };
 			struct wcfg nS = { .mode = S_PERF, .p = { .period_ns = PERIOD_NS } };
 			struct wcfg nC = nS, nC0;
-			struct wres wgN, wgS, wgC, wnN, wnS, wnC, wnC0;
+			struct wcfg g0C = gC;
+			struct wres wgN, wgS, wgC, wnN, wnS, wnC, wnC0, w0N, w0S, w0C;
 
 			gC.p.callchain = true;
 			gC.chk = &gchk;
@@ -1112,19 +1141,26 @@ static void section_cost(void)
 			nC0 = nC;
 			nC0.rbp_zero = true;
 			nC0.chk = &n0chk;
+			g0C.chk = &g0chk;
 			{
 				struct wcfg gv[] = { gN, gS, gC }, nv[] = { nN, nS, nC, nC0 };
-				struct wres gr[3], nr[4];
+				struct wcfg g0v[] = { gN, gS, g0C };
+				struct wres gr[3], nr[4], g0r[3];
 
 				run_cycle(g, gv, 3, slices, slice_us, gr);
 				run_cycle(n, nv, 4, slices, slice_us, nr);
+				run_cycle(g0, g0v, 3, slices, slice_us, g0r);
 				wgN = gr[0], wgS = gr[1], wgC = gr[2];
 				wnN = nr[0], wnS = nr[1], wnC = nr[2], wnC0 = nr[3];
+				w0N = g0r[0], w0S = g0r[1], w0C = g0r[2];
 			}
 			gus[i] = (cost_per_sample(&wgN, &wgC) - cost_per_sample(&wgN, &wgS)) * 1e6;
 			nus[i] = (cost_per_sample(&wnN, &wnC) - cost_per_sample(&wnN, &wnS)) * 1e6;
 			n0us[i] = (cost_per_sample(&wnN, &wnC0) - cost_per_sample(&wnN, &wnS)) * 1e6;
+			g0us[i] = (cost_per_sample(&w0N, &w0C) - cost_per_sample(&w0N, &w0S)) * 1e6;
 			ratio[i] = nus[i] > 0 ? gus[i] / nus[i] : NAN;
+			share0[i] = gus[i] > 0 ? g0us[i] / gus[i] : NAN;
+			over0[i] = nus[i] > 0 ? g0us[i] / nus[i] : NAN;
 			ratio0[i] = n0us[i] > 0 ? gus[i] / n0us[i] : NAN;
 			gfrac[i] = wgC.samples ? (double)wgC.guest / wgC.samples : 0;
 			gbase[i] = cost_per_sample(&wgN, &wgS) * 1e6;
@@ -1133,8 +1169,8 @@ static void section_cost(void)
 				printf("  D=%d rep %d: guest it/s N %.0f S %.0f C %.0f smp/s S %.0f C %.0f | native it/s N %.0f S %.0f C %.0f C0 %.0f smp/s S %.0f C %.0f C0 %.0f\n",
 				       d, i, wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
 				       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
-			printf("BENCH cost_rep depth=%d rep=%d guest_unwind_us=%.3f host_unwind_us=%.3f host_rbp0_unwind_us=%.3f ratio=%.3f ratio_rbp0=%.3f guest_sample_us=%.3f host_sample_us=%.3f guest_frac=%.3f lost=%lu throttled=%lu g_it=%.0f,%.0f,%.0f g_smp=%.0f,%.0f n_it=%.0f,%.0f,%.0f,%.0f n_smp=%.0f,%.0f,%.0f\n",
-			       d, i, gus[i], nus[i], n0us[i], ratio[i], ratio0[i], gbase[i], nbase[i],
+			printf("BENCH cost_rep depth=%d rep=%d guest_unwind_us=%.3f host_unwind_us=%.3f host_rbp0_unwind_us=%.3f guest_noframe_us=%.3f ratio=%.3f ratio_rbp0=%.3f guest_sample_us=%.3f host_sample_us=%.3f guest_frac=%.3f lost=%lu throttled=%lu g_it=%.0f,%.0f,%.0f g_smp=%.0f,%.0f n_it=%.0f,%.0f,%.0f,%.0f n_smp=%.0f,%.0f,%.0f\n",
+			       d, i, gus[i], nus[i], n0us[i], g0us[i], ratio[i], ratio0[i], gbase[i], nbase[i],
 			       gfrac[i], wgC.lost + wnC.lost + wnC0.lost,
 			       wgC.throttled + wnC.throttled + wnC0.throttled,
 			       wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
@@ -1148,6 +1184,9 @@ static void section_cost(void)
 		sgf = spread_of(gfrac, reps);
 		sgb = spread_of(gbase, reps);
 		snb = spread_of(nbase, reps);
+		sg0 = spread_of(g0us, reps);
+		ssh0 = spread_of(share0, reps);
+		sov0 = spread_of(over0, reps);
 		printf("D=%-3d guest/host unwind cost %.2f [%.2f-%.2f] (%d/%d reps valid)  (vs host ending in a fault: %.2f [%.2f-%.2f])\n",
 		       d, s.med, s.min, s.max, s.n, reps, s0.med, s0.min, s0.max);
 		printf("      raw TCG us: guest unwind %.2f [%.2f-%.2f], host unwind %.2f [%.2f-%.2f], host+fault %.2f; sample w/o chain: guest %.2f host %.2f\n",
@@ -1155,8 +1194,13 @@ static void section_cost(void)
 		printf("      guest samples %.1f %%; chains exact: guest %lu/%lu, host %lu/%lu, host rbp0 %lu/%lu\n",
 		       sgf.med * 100, gchk.exact, gchk.inloop, nchk.exact, nchk.inloop,
 		       n0chk.exact, n0chk.inloop);
-		printf("BENCH cost depth=%d reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f ratio_rbp0_med=%.3f ratio_rbp0_min=%.3f ratio_rbp0_max=%.3f guest_unwind_over_guest_sample_med=%.3f host_unwind_over_host_sample_med=%.3f guest_frac=%.3f guest_exact=%lu guest_inloop=%lu host_exact=%lu host_inloop=%lu\n",
+		printf("      guest callback without any guest load (RBP = 1, %.2f us): %.2f [%.2f-%.2f] of the guest unwind, %.2f [%.2f-%.2f] x the host unwind; chains exact %lu/%lu\n",
+		       sg0.med, ssh0.med, ssh0.min, ssh0.max, sov0.med, sov0.min, sov0.max,
+		       g0chk.exact, g0chk.inloop);
+		printf("BENCH cost depth=%d reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f ratio_rbp0_med=%.3f ratio_rbp0_min=%.3f ratio_rbp0_max=%.3f noframe_share_med=%.3f noframe_share_min=%.3f noframe_share_max=%.3f noframe_over_host_med=%.3f noframe_over_host_min=%.3f noframe_over_host_max=%.3f noframe_exact=%lu noframe_inloop=%lu guest_unwind_over_guest_sample_med=%.3f host_unwind_over_host_sample_med=%.3f guest_frac=%.3f guest_exact=%lu guest_inloop=%lu host_exact=%lu host_inloop=%lu\n",
 		       d, reps, s.n, s.med, s.min, s.max, s0.med, s0.min, s0.max,
+		       ssh0.med, ssh0.min, ssh0.max, sov0.med, sov0.min, sov0.max,
+		       g0chk.exact, g0chk.inloop,
 		       sgb.med > 0 ? sg.med / sgb.med : 0, snb.med > 0 ? sn.med / snb.med : 0,
 		       sgf.med, gchk.exact, gchk.inloop, nchk.exact, nchk.inloop);
 		if (verbose && gchk.nbad) {
@@ -1191,6 +1235,26 @@ static void section_cost(void)
 	       (sg64.med - sg4.med) / (sn64.med - sn4.med));
 	printf("BENCH cost_slope reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f ratio_of_medians=%.3f\n",
 	       reps, ss.n, ss.med, ss.min, ss.max, (sg64.med - sg4.med) / (sn64.med - sn4.med));
+	/*
+	 * What does not depend on D, for the guest: with the callback itself
+	 * measured above (RBP = 1), it is the page walk of the stack page.
+	 * Expressed in frame reads, a figure that does not depend on speed.
+	 */
+	for (i = 0; i < reps; i++) {
+		double per_frame = (all_g[2][i] - all_g[0][i]) / 60;
+
+		slope[i] = per_frame > 0 ? (all_g[0][i] - 4 * per_frame) / per_frame : NAN;
+	}
+	ss = spread_of(slope, reps);
+	printf("guest cost that does not depend on D (the page walk): %.1f [%.1f-%.1f] frame reads; share of the guest unwind: D=4 %.2f, D=64 %.2f\n",
+	       ss.med, ss.min, ss.max,
+	       (sg4.med - 4 * (sg64.med - sg4.med) / 60) / sg4.med,
+	       (sg4.med - 4 * (sg64.med - sg4.med) / 60) / sg64.med);
+	printf("BENCH cost_fixed reps=%d valid=%d walk_in_frames_med=%.3f walk_in_frames_min=%.3f walk_in_frames_max=%.3f share_d4=%.3f share_d64=%.3f\n",
+	       reps, ss.n, ss.med, ss.min, ss.max,
+	       (sg4.med - 4 * (sg64.med - sg4.med) / 60) / sg4.med,
+	       (sg4.med - 4 * (sg64.med - sg4.med) / 60) / sg64.med);
+	guest_destroy(g0);
 }
 
 /* Section 3: the kernel's guest callchains vs a sampler in the VMM. */

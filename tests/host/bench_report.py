@@ -105,10 +105,14 @@ def table_cost(recs, out):
                "native host thread (`exclude_kernel=1`), same D, one stack page, "
                f"variants interleaved; median [min–max] over {reps} repetitions. "
                "The fourth column weighs each unwind against the cost of a sample without "
-               "callchain on the same side (for the guest, that includes the VM exit).\n")
+               "callchain on the same side (for the guest, that includes the VM exit). "
+               "The fifth column is the guest callback when it reads no guest memory "
+               "(the guest spins with RBP = 1: context and IP only), as a share of the "
+               "guest unwind.\n")
     out.append("| D | guest / host | guest / host (host chain ending in a fault, RBP = 0) | "
-               "unwind / sample without chain: guest, host | target ≤ 1.5 |")
-    out.append("|---|---|---|---|---|")
+               "unwind / sample without chain: guest, host | "
+               "guest callback without a guest load / guest unwind | target ≤ 1.5 |")
+    out.append("|---|---|---|---|---|---|")
     for d in ("4", "16", "64"):
         kv = cost.get(d)
         if not kv:
@@ -118,12 +122,20 @@ def table_cost(recs, out):
         out.append(f"| {d} | {spread(kv, 'ratio')}{valid} | {spread(kv, 'ratio_rbp0')} | "
                    f"{num(kv.get('guest_unwind_over_guest_sample_med'), 0):.2f}, "
                    f"{num(kv.get('host_unwind_over_host_sample_med'), 0):.2f} | "
+                   f"{spread(kv, 'noframe_share')} | "
                    f"{verdict(None if med is None or med <= 0 else med <= 1.5)} |")
     for t, kv in recs:
         if t == "cost_slope":
             out.append(f"\nPer extra frame (the D = 4 → 64 slope, without what does not depend on D): "
                        f"guest / host {spread(kv, 'ratio')}, ratio of the medians "
                        f"{num(kv.get('ratio_of_medians'), float('nan')):.2f}.")
+        if t == "cost_fixed":
+            out.append(f"What does not depend on D in the guest unwind, once the callback "
+                       f"itself is taken out (fifth column): the page walk of the stack page, "
+                       f"which costs as much as {spread(kv, 'walk_in_frames', '{:.1f}')} frame "
+                       f"reads, {num(kv.get('share_d4'), 0):.0%} of the guest unwind at D = 4 "
+                       f"and {num(kv.get('share_d64'), 0):.0%} at D = 64. A host unwind has no "
+                       f"such walk: the CPU translates the host's own stack.")
     out.append("")
 
 
