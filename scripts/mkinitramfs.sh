@@ -4,10 +4,13 @@
 #   mkinitramfs.sh <out.cpio.gz>: the test VM (L1 host): static busybox, perf,
 #	the KVM selftests, the workbench's guest programs, the in-VM scenarios,
 #	with the shared libraries they need;
-#   mkinitramfs.sh <out.cpio.gz> --l2 <bzImage> <l2.cpio.gz>: the same, plus
-#	QEMU and a Linux guest (L2) for the demo;
+#   mkinitramfs.sh <out.cpio.gz> --l2 <bzImage> <l2.cpio.gz> [<bzImage> <l2.cpio.gz>]:
+#	the same, plus QEMU and a Linux guest (L2) for the demo, and a 32-bit
+#	one (in /demo/i386);
 #   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox and
-#	its workload).
+#	its workload);
+#   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
+#	(its workload as one static i386 program).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$1
@@ -24,6 +27,13 @@ if [ "${2:-}" = --guest ]; then
 	pack
 	exit 0
 fi
+if [ "${2:-}" = --guest-i386 ]; then
+	mkdir -p "$root"/{dev,proc,tmp}
+	i686-linux-gnu-gcc -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
+		-o "$root/init" "$top/tests/demo/l2-init-i386.c"
+	pack
+	exit 0
+fi
 
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,out,tests,wb,selftests,lib,lib64,usr/lib,etc}
 cp /bin/busybox "$root/bin/busybox"
@@ -37,6 +47,11 @@ if [ "${2:-}" = --l2 ]; then
 	mkdir -p "$root/demo" "$root/usr/bin" "$root/usr/share" "$root/usr/lib/x86_64-linux-gnu"
 	cp "$3" "$root/demo/bzImage"
 	cp "$4" "$root/demo/initramfs.cpio.gz"
+	if [ $# -ge 6 ]; then
+		mkdir -p "$root/demo/i386"
+		cp "$5" "$root/demo/i386/bzImage"
+		cp "$6" "$root/demo/i386/initramfs.cpio.gz"
+	fi
 	cp /usr/bin/qemu-system-x86_64 "$root/usr/bin/"
 	cp -rL /usr/share/qemu /usr/share/seabios "$root/usr/share/"
 	cp -r /usr/lib/x86_64-linux-gnu/qemu "$root/usr/lib/x86_64-linux-gnu/"

@@ -40,13 +40,17 @@ gate() { scripts/gate.sh | record; }
 stage gate gate
 stage kernel scripts/build-kernel.sh test configs/host.config configs/kasan.config
 stage guest-kernel scripts/build-kernel.sh guest configs/guest.config
+stage guest-kernel-i386 env ARCH=i386 \
+	scripts/build-kernel.sh guest-i386 configs/guest.config configs/guest-i386.config
 stage perf scripts/build-perf.sh
 stage selftests scripts/build-selftests.sh
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
+stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
-	--l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz
+	--l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz \
+	build/obj-guest-i386/arch/x86/boot/bzImage build/l2-i386.cpio.gz
 stage vm scripts/run-vm.sh build/obj-test/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz \
-	"$res" 2400 selftests,baseline,demo,hostile
+	"$res" 2400 selftests,baseline,demo,demo-i386,hostile
 
 s=$(date +%s)
 echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
@@ -82,6 +86,9 @@ tests/host/check_perf_kvm.sh build/perf/perf "$res/baseline.data" build/selftest
 # Demo, short version: a real Linux guest recorded from the host.
 sed 's/^/    /' "$res/demo.log"
 tests/host/check_demo.py "$res/demo.D" build/obj-guest/System.map | record
+# The same with the 32-bit guest kernel: 32-bit paging and frames.
+sed 's/^/    /' "$res/demo-i386.log"
+tests/host/check_demo.py "$res/demo-i386.D" build/obj-guest-i386/System.map i386 | record
 # Hostile guests: every case of guest_hostile is one result.
 grep -E '^# .*(pass|FAIL|skip)$|^# (reference|Totals)' "$res/hostile.log" | sed 's/^/    /'
 grep -E '^(ok|not ok) ' "$res/hostile.tap" |

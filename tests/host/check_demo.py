@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """Judge the demo's recording of a real Linux guest from its raw dump.
 
-usage: check_demo.py <perf script -D dump> <guest System.map>
+usage: check_demo.py <perf script -D dump> <guest System.map> [i386]
 
 Resolves every guest-kernel frame with the guest kernel's symbols, prints the
 hottest guest call stacks (callers last), and checks that most guest-kernel
 samples carry at least three guest frames that resolve to guest kernel
 functions, and that the read and write syscall paths appear with their
 callers in order: vfs_read/vfs_write, then do_syscall_64, then the syscall
-entry.  Prints PASS/FAIL lines.
+entry; for a 32-bit guest kernel (i386), do_fast_syscall_32 or
+do_int80_syscall_32 and their entries, and every guest-kernel address is a
+32-bit one.  Prints PASS/FAIL lines.
 """
 import bisect
 import collections
@@ -18,6 +20,13 @@ import sys
 from perfdump import Checks, samples
 
 GUEST_KERNEL = 0xfffffffffffff780
+
+# The syscall paths, leaf first: each step is a tuple of accepted prefixes.
+SYSCALL = {
+    "x86_64": (("do_syscall_64",), ("entry_SYSCALL_64",)),
+    "i386": (("do_fast_syscall_32", "do_int80_syscall_32"),
+             ("entry_SYSENTER_32", "entry_INT80_32")),
+}
 
 
 def load_map(path):
@@ -33,6 +42,8 @@ def load_map(path):
 
 def main():
     dump, smap = sys.argv[1:3]
+    arch = sys.argv[3] if len(sys.argv) > 3 else "x86_64"
+    tag = "demo" if arch == "x86_64" else f"demo {arch}"
     addrs, names = load_map(smap)
     lo, hi = addrs[0], addrs[-1]
 
@@ -41,7 +52,11 @@ def main():
             return None
         return names[bisect.bisect_right(addrs, a) - 1]
 
-    all_s = list(samples(dump))
+    try:
+        all_s = list(samples(dump))
+    except OSError as e:
+        print(f"FAIL: {tag}: no recording: {e}")
+        return 1
     gk = [s for s in all_s if s[0] == 4]
     gu = [s for s in all_s if s[0] == 5]
     chains = []
@@ -51,19 +66,25 @@ def main():
             continue
         chains.append([sym(a) for a in c[1:]])
     deep = [c for c in chains if c and len(c) >= 3 and all(c[:3])]
-    print(f"demo: {len(all_s)} samples: {len(gk)} guest kernel, {len(gu)} guest user, "
+    print(f"{tag}: {len(all_s)} samples: {len(gk)} guest kernel, {len(gu)} guest user, "
           f"{len(all_s) - len(gk) - len(gu)} host")
     hot = collections.Counter(" <- ".join(n or "?" for n in c) for c in chains if c)
-    print("demo: hottest guest kernel call stacks (leaf first, callers after):")
+    print(f"{tag}: hottest guest kernel call stacks (leaf first, callers after):")
     for stack, n in hot.most_common(12):
         print(f"  {n:6d}  {stack}")
 
     check = Checks()
 
     check(gk and len(deep) > len(gk) / 2,
-          f"demo: {len(deep)}/{len(gk)} guest-kernel samples carry >= 3 resolved guest frames")
-    for path in (["vfs_read", "do_syscall_64", "entry_SYSCALL_64"],
-                 ["vfs_write", "do_syscall_64", "entry_SYSCALL_64"]):
+          f"{tag}: {len(deep)}/{len(gk)} guest-kernel samples carry >= 3 resolved guest frames")
+    if arch == "i386":
+        wide = sum(1 for _, ip, c in gk if ip >> 32 or any(a >> 32 for a in c[1:]))
+        check(gk and not wide,
+              f"{tag}: 32-bit guest: {len(gk) - wide}/{len(gk)} guest-kernel samples hold only "
+              f"32-bit addresses")
+    for vfs in ("vfs_read", "vfs_write"):
+        path = ((vfs,),) + SYSCALL[arch]
+
         def in_order(c):
             i = 0
             for n in c:
@@ -73,7 +94,8 @@ def main():
                         return True
             return False
         n = sum(1 for c in chains if c and in_order(c))
-        check(n > 0, f"demo: {n} samples show {' <- '.join(path)} in caller order")
+        check(n > 0, f"{tag}: {n} samples show {' <- '.join('|'.join(p) for p in path)} "
+                     f"in caller order")
     return 0 if check.ok else 1
 
 

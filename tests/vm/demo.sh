@@ -3,14 +3,17 @@
 # The demo, inside the L1 host: boot a real Linux guest (L2) with QEMU/KVM,
 # record it from the host with 'perf kvm --guest record -g' while its
 # workload runs, and save the recording ($1.data) and its raw dump ($1.D).
+# $2: the directory of the guest's bzImage and initramfs (default /demo).
 out=$1
+guest=${2:-/demo}
 khz=$(sed -n 's/.*tsc_early_khz=\([0-9]*\).*/\1/p' /proc/cmdline)
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
 start=$(date +%s)
+rm -f /tmp/l2.log	# a previous guest's console would say it started
 qemu-system-x86_64 -enable-kvm -cpu qemu64 -m 256M -smp 1 -nodefaults \
 	-no-user-config -display none -monitor none -serial file:/tmp/l2.log \
-	-no-reboot -kernel /demo/bzImage -initrd /demo/initramfs.cpio.gz \
-	-append "console=ttyS0 panic=-1 nokaslr tsc_early_khz=$khz tsc=reliable quiet" &
+	-no-reboot -kernel "$guest/bzImage" -initrd "$guest/initramfs.cpio.gz" \
+	-append "console=ttyS0 panic=-1 nokaslr tsc_early_khz=$khz tsc=reliable no_timer_check quiet" &
 qemu=$!
 n=0
 until grep -q 'L2: workload start' /tmp/l2.log 2>/dev/null; do
