@@ -18,7 +18,7 @@ git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false -c format.signature= \
 	format-patch --quiet --numbered --zero-commit --no-signature --no-renames -o "$top/patches" base..HEAD
 cover=$top/patches/cover-letter.txt
 if [ -f "$cover" ]; then
-	first=$(git -C "$tree" rev-list --reverse base..HEAD | head -1)
+	first=$(git -C "$tree" rev-list --reverse base..HEAD | sed -n 1p)
 	{
 		echo "From $(printf '0%.0s' {1..40}) Mon Sep 17 00:00:00 2001"
 		git -C "$tree" log -1 --format='From: %an <%ae>' "$first"
