@@ -13,13 +13,12 @@ entry; for a 32-bit guest kernel (i386), do_fast_syscall_32 or
 do_int80_syscall_32 and their entries, and every guest-kernel address is a
 32-bit one.  Prints PASS/FAIL lines.
 """
-import bisect
 import collections
 import sys
 
-from perfdump import Checks, samples
+from perfdump import CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, Checks, SystemMap, samples
 
-GUEST_KERNEL = 0xfffffffffffff780
+GUEST_KERNEL = next(k for k, v in CONTEXTS.items() if v == "GUEST_KERNEL")
 
 # The syscall paths, leaf first: each step is a tuple of accepted prefixes.
 SYSCALL = {
@@ -29,36 +28,23 @@ SYSCALL = {
 }
 
 
-def load_map(path):
-    syms = []
-    with open(path) as f:
-        for line in f:
-            a, t, n = line.split()[:3]
-            if t in "tTwW":
-                syms.append((int(a, 16), n))
-    syms.sort()
-    return [a for a, _ in syms], [n for _, n in syms]
-
-
 def main():
     dump, smap = sys.argv[1:3]
     arch = sys.argv[3] if len(sys.argv) > 3 else "x86_64"
     tag = "demo" if arch == "x86_64" else f"demo {arch}"
-    addrs, names = load_map(smap)
-    lo, hi = addrs[0], addrs[-1]
+    smap = SystemMap(smap)
+    lo, hi = smap.addrs[0], smap.addrs[-1]
 
     def sym(a):
-        if not lo <= a <= hi:
-            return None
-        return names[bisect.bisect_right(addrs, a) - 1]
+        return smap.lookup(a)[0] if lo <= a <= hi else None
 
     try:
         all_s = list(samples(dump))
     except OSError as e:
         print(f"FAIL: {tag}: no recording: {e}")
         return 1
-    gk = [s for s in all_s if s[0] == 4]
-    gu = [s for s in all_s if s[0] == 5]
+    gk = [s for s in all_s if s[0] == MISC_GUEST_KERNEL]
+    gu = [s for s in all_s if s[0] == MISC_GUEST_USER]
     chains = []
     for _, ip, c in gk:
         if c[:1] != [GUEST_KERNEL]:

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Samples from a raw 'perf script -D' dump, for the host-side checks."""
+"""Samples from a raw 'perf script -D' dump, and kernel symbols from a
+System.map, for the host-side checks."""
+import bisect
 import re
 
 # The context markers of include/uapi/linux/perf_event.h, as u64.
@@ -30,6 +32,26 @@ def samples(dump):
                 cur[2].append(int(m.group(1), 16))
     if cur:
         yield cur
+
+
+class SystemMap:
+    """Text symbols of a System.map: name(addr) is the function holding addr."""
+
+    def __init__(self, path):
+        syms = []
+        with open(path) as f:
+            for line in f:
+                a, t, n = line.split()[:3]
+                if t in "tTwW":
+                    syms.append((int(a, 16), n))
+        syms.sort()
+        self.addrs = [a for a, _ in syms]
+        self.names = [n for _, n in syms]
+
+    def lookup(self, addr):
+        """(name, offset) of the symbol at or below addr, or None."""
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        return (self.names[i], addr - self.addrs[i]) if i >= 0 else None
 
 
 class Checks:

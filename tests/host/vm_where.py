@@ -6,11 +6,14 @@ vCPU's RIP and CPL with the kernel symbol it falls in.
 
 usage: vm_where.py <monitor socket> <System.map>
 """
-import bisect
+import os
 import re
 import socket
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perfdump import SystemMap  # noqa: E402
 
 
 def monitor(path, cmd):
@@ -39,22 +42,15 @@ def monitor(path, cmd):
 
 
 def main():
-    sock, smap = sys.argv[1:3]
-    syms = []
+    sock, path = sys.argv[1:3]
     try:
-        with open(smap) as f:
-            for line in f:
-                a, t, n = line.split()[:3]
-                if t in "tTwW":
-                    syms.append((int(a, 16), n))
+        smap = SystemMap(path)
     except OSError:
-        pass
-    syms.sort()
-    addrs = [a for a, _ in syms]
+        smap = None
 
     def sym(a):
-        i = bisect.bisect_right(addrs, a) - 1
-        return f"{syms[i][1]}+{a - syms[i][0]:#x}" if i >= 0 and a - syms[i][0] < 0x100000 else "?"
+        hit = smap.lookup(a) if smap else None
+        return f"{hit[0]}+{hit[1]:#x}" if hit and hit[1] < 0x100000 else "?"
 
     for _ in range(3):
         regs = monitor(sock, "info registers -a")
