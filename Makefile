@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # perf kvm guest callchains: the workbench.  Each target calls one script.
-.PHONY: demo test bench gate tree export kernel perf selftests clean
+.PHONY: demo test fresh bench gate tree export kernel perf selftests clean
 
 demo:		## profile a real Linux guest from the host: call stacks, flame graph
 	scripts/demo.sh
 test:		## everything: gate, build, boot, KUnit, selftests, scenarios, checks
 	scripts/test.sh
+fresh:		## make test, then make demo, in a fresh Debian 12 root (what CI runs)
+	scripts/fresh.sh
 bench:		## guest unwind cost, on a kernel without debug options
 	scripts/bench.sh
 gate:		## the build robot's checks on the series (needs 'make tree')

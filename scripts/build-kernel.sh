@@ -3,11 +3,9 @@
 # Configure and build a kernel from build/linux with ccache.
 # usage: build-kernel.sh <name> <fragment>...   -> build/obj-<name>/arch/x86/boot/bzImage
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 name=$1; shift
 obj=$top/build/obj-$name
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/perf-kvm-ccache}
-export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=workbench KBUILD_BUILD_HOST=workbench
 frags=()
 for f in "$@"; do frags+=("$top/$f"); done
 "$top/scripts/config.sh" "$obj" "${frags[@]}" -- CC="ccache gcc"

@@ -4,10 +4,9 @@
 # libtraceevent, and libpython for perf's flamegraph script on the host),
 # used both inside the VM and on the host for report/script.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 out=$top/build/perf
 mkdir -p "$out"
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/perf-kvm-ccache}
 make -s -C "$top/build/linux/tools/perf" O="$out" CC="ccache gcc" -j"$(nproc)" \
 	PYTHON=/usr/bin/python3 PYTHON_CONFIG=/usr/bin/python3-config NO_LIBPERL=1 NO_LIBLLVM=1 NO_CAPSTONE=1 NO_LIBPFM4=1 NO_SLANG=1 \
 	NO_LIBBPF=1 NO_LIBNUMA=1 NO_JVMTI=1 NO_LIBCRYPTO=1 NO_LIBBABELTRACE=1 \

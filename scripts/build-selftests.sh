@@ -3,14 +3,12 @@
 # Build the KVM selftests this workbench runs, plus its own guest programs
 # (tests/guest/*.c), from build/linux with the selftests library.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-tree=$top/build/linux
+. "$(dirname "$0")/lib.sh"
 out=$top/build/selftests
 hdr=$top/build/headers
 # Stock tests known to pass under nested TCG (see ../shared/background.md),
 # plus every test the series adds (listed in tests/selftests.list).
 mapfile -t tests < <(grep -v '^#' "$top/tests/selftests.list" | awk 'NF { print $1 }')
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/perf-kvm-ccache}
 make -s -C "$tree" O="$top/build/obj-headers" headers_install INSTALL_HDR_PATH="$hdr" >/dev/null
 targets=()
 for t in "${tests[@]}"; do targets+=("$out/$t"); done

@@ -8,7 +8,7 @@
 # Output in out/: perf.data.guest, the guest's System.map and vmlinux, the
 # flame graph; the same for the 32-bit guest in out/i386/.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 cd "$top"
 step() {
 	local name=$1 s=$(date +%s)
@@ -17,7 +17,8 @@ step() {
 	"$@"
 	echo "== demo: $name: $(( $(date +%s) - s )) s"
 }
-step "installing packages" scripts/deps.sh chromium nodejs
+step "installing packages" scripts/deps.sh chromium
+cc0=$(ccache_counts)
 step "kernel tree with the series" scripts/tree.sh --if-needed
 step "building the KVM host kernel (L1)" scripts/build-kernel.sh host configs/host.config
 step "building the guest kernel (L2)" scripts/build-kernel.sh guest configs/guest.config
@@ -50,5 +51,6 @@ show() {
 }
 show demo guest out
 show demo-i386 guest-i386 out/i386 i386
+echo "== demo: $(ccache_since $cc0)"
 echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"
 echo "== demo: the 32-bit guest: out/i386/flamegraph.html, out/i386/flamegraph.png"

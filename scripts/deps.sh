@@ -1,18 +1,42 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Install the Debian 12 packages the workbench needs (only what is missing).
+# Every command a stage runs comes from a package named here: 'make fresh'
+# (and CI) run the stages in a minimal Debian root, where a package left out
+# of this list fails the stage that needs it.
+# usage: deps.sh [extra package...]
 set -euo pipefail
-pkgs=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev
-      libdw-dev libtraceevent-dev dwarves cpio xz-utils file python3 ccache git
-      qemu-system-x86 busybox-static sparse clang lld llvm gcc-i686-linux-gnu
-      gcc-aarch64-linux-gnu python3-ply python3-dev)
+# The series is against this version of Debian's kernel source.
+src=6.12.117-1~deb12u1
+pkgs=(
+	# the kernel tree and its builds
+	linux-source-6.12=$src make build-essential bc flex bison perl libelf-dev libssl-dev
+	dwarves cpio xz-utils file git ccache
+	# the gate: sparse, clang, the i386 and arm64 cross compilers
+	sparse clang lld llvm gcc-i686-linux-gnu gcc-aarch64-linux-gnu
+	# the KVM selftests ('make headers' copies with rsync)
+	rsync
+	# the 32-bit guest's /init: a static i386 program needs the i386 libc
+	libc6-dev-i386-cross
+	# perf: its libraries, and python for its scripts and the host checks
+	libdw-dev libtraceevent-dev python3 python3-dev python3-ply
+	# the test VM and the guests inside it
+	qemu-system-x86 busybox-static
+	# perf's flame graph template (package.json) from the npm registry
+	npm ca-certificates
+)
 missing=()
 for p in "${pkgs[@]}" "$@"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	want=${p#*=}
+	[ "$want" = "$p" ] && want=
+	st=$(dpkg-query -W -f='${Status} ${Version}' "${p%%=*}" 2>/dev/null || true)
+	case "$st" in "install ok installed ${want:-}"*) ;; *) missing+=("$p") ;; esac
 done
 if [ ${#missing[@]} != 0 ]; then
 	echo "deps: installing ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+have=$(dpkg-query -W -f='${Version}' linux-source-6.12)
+[ "$have" = "$src" ] || { echo "deps: linux-source-6.12 is $have, the series needs $src" >&2; exit 1; }
 echo "deps: ok (linux-source-6.12 $(dpkg-query -W -f='${Version}' linux-source-6.12))"

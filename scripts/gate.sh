@@ -7,12 +7,9 @@
 # with no new warning.  Prints PASS/FAIL lines and a table.
 # Needs build/linux with the series committed (base..HEAD).
 set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-tree=$top/build/linux
+. "$(dirname "$0")/lib.sh"
 log=$top/build/gate
 mkdir -p "$log"
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/perf-kvm-ccache}
-export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=workbench KBUILD_BUILD_HOST=workbench
 tip=$(git -C "$tree" rev-parse HEAD)
 branch=$(git -C "$tree" symbolic-ref -q --short HEAD || echo "$tip")
 trap 'git -C "$tree" -c advice.detachedHead=false checkout -q "$branch"' EXIT

@@ -5,7 +5,7 @@
 # selftests and the scenarios in it, judge the results on the host.
 # Ends with 'N passed, N failed[, N skipped]'; exits non-zero on any failure.
 set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 cd "$top"
 res=$top/build/results
 mkdir -p "$top/build"
@@ -29,12 +29,14 @@ summary() {
 	f=$(grep -c '^FAIL' "$top/build/results.txt")
 	s=$(grep -c '^SKIP' "$top/build/results.txt")
 	grep -E '^(FAIL|SKIP)' "$top/build/results.txt" | sed 's/^/  /'
+	[ -n "${cc0:-}" ] && ccache_since $cc0
 	echo "total time: $(( $(date +%s) - t0 )) s"
 	echo "$p passed, $f failed$([ "$s" = 0 ] || echo ", $s skipped")"
 }
 record() { tee -a "$top/build/results.txt"; }
 
 stage deps scripts/deps.sh
+cc0=$(ccache_counts)
 stage tree scripts/tree.sh --if-needed
 gate() { scripts/gate.sh | record; }
 stage gate gate
