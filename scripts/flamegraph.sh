@@ -12,9 +12,17 @@ perf=$top/build/perf/perf
 scripts=$top/build/linux/tools/perf/scripts/python
 template=$top/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
 mkdir -p "$out"
-[ -f "$template" ] || (cd "$top" && npm install --no-audit --no-fund --silent)
+[ -f "$template" ] || (cd "$top" && npm install --no-audit --no-fund --silent) ||
+	{ echo "flamegraph: npm install of package.json (d3-flame-graph) FAILED" >&2; exit 1; }
 export PERF_EXEC_PATH=$top/build/linux/tools/perf
-cd "$out"
+# flamegraph.py puts 'perf report --header-only' in the page, run from the
+# current directory on the default file name: give it this perf as 'perf'
+# and the recording as ./perf.data.
+export PATH=$top/build/perf:$PATH
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ln -s "$data" "$work/perf.data"
+cd "$work"
 "$perf" kvm --guest --guestvmlinux="$vmlinux" -i "$data" script -s "$scripts/flamegraph.py" \
 	-- --template "$template" -o "$out/flamegraph.html" 2> "$out/flamegraph.err" ||
 	{ cat "$out/flamegraph.err"; exit 1; }

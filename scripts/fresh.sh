@@ -47,7 +47,10 @@ mmdebstrap --quiet --variant=minbase --include=make \
 	"deb $mirror/debian bookworm main" \
 	"deb $mirror/debian bookworm-updates main" \
 	"deb $mirror/debian-security bookworm-security main"
+# This machine's network: its resolver, and the local CAs its TLS proxy
+# needs (ca-certificates, from deps.sh, adds them to the root's store).
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 git clone -q "$top" "$root$src"
 took "making the Debian 12 root ($(du -sh "$root" | cut -f1), HEAD $(git -C "$top" rev-parse --short HEAD))" "$s"
 
