@@ -28,3 +28,6 @@ ccache_since() {
 		if (h + m) printf " (%.1f %% hits)", 100 * h / (h + m)
 		printf "\n" }'
 }
+
+# sysmap_of <bzImage>: the System.map of the kernel build it came from.
+sysmap_of() { echo "${1%/arch/*/boot/*}/System.map"; }

@@ -34,12 +34,22 @@ summary() {
 	echo "$p passed, $f failed$([ "$s" = 0 ] || echo ", $s skipped")"
 }
 record() { tee -a "$top/build/results.txt"; }
+# check <name> <command...>: a checker's PASS/FAIL/SKIP lines go to the
+# results; a checker that exits non-zero without a FAIL line is a failure.
+check() {
+	local name=$1 rc n
+	shift
+	n=$(grep -c '^FAIL' "$top/build/results.txt")
+	"$@" | record
+	rc=${PIPESTATUS[0]}
+	[ "$rc" = 0 ] || [ "$(grep -c '^FAIL' "$top/build/results.txt")" -gt "$n" ] ||
+		echo "FAIL: $name: exited with $rc and reported no failure" | record
+}
 
 stage deps scripts/deps.sh
 cc0=$(ccache_counts)
 stage tree scripts/tree.sh --if-needed
-gate() { scripts/gate.sh | record; }
-stage gate gate
+stage gate check gate scripts/gate.sh
 stage kernel scripts/build-kernel.sh test configs/host.config configs/kasan.config
 stage guest-kernel scripts/build-kernel.sh guest configs/guest.config
 stage guest-kernel-i386 env ARCH=i386 \
@@ -51,11 +61,19 @@ stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
 	--l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz \
 	build/obj-guest-i386/arch/x86/boot/bzImage build/l2-i386.cpio.gz
+scenarios=selftests,baseline,demo,demo-i386,hostile
 stage vm scripts/run-vm.sh build/obj-test/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz \
-	"$res" 2400 selftests,baseline,demo,demo-i386,hostile
+	"$res" 2400 "$scenarios"
 
 s=$(date +%s)
 echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
+# A scenario that exits non-zero fails even if its checker found nothing.
+for sc in ${scenarios//,/ }; do
+	rc=$(cat "$res/$sc.rc" 2>/dev/null || echo none)
+	[ "$rc" = 0 ] || echo "FAIL: scenario $sc exited with $rc" | record
+done
+if [ "$(cat "$res/cpus" 2>/dev/null)" = 2 ]; then echo "PASS: the VM (L1 host) runs on 2 CPUs"
+else echo "FAIL: the VM (L1 host) runs on $(cat "$res/cpus" 2>/dev/null || echo '?') CPU(s), not 2"; fi | record
 if grep -qx yes "$res/kvm"; then echo "PASS: /dev/kvm present in the VM (kvm_amd loaded)"
 else echo "FAIL: /dev/kvm missing in the VM: kvm_amd did not load"; fi | record
 # KUnit: the boot log's TAP, parsed by the kernel's own parser.
@@ -81,23 +99,23 @@ done < tests/selftests.list | record
 cat "$res/baseline.log"
 expect=stock
 ls patches/0*.patch >/dev/null 2>&1 && expect=frames
-tests/host/check_baseline.py "$res/baseline.D" build/selftests/wb/guest_spin "$expect" | record
+check baseline tests/host/check_baseline.py "$res/baseline.D" build/selftests/wb/guest_spin "$expect"
 # perf tools: decoding, guest symbols, perf kvm script/report, perf test.
-tests/host/check_perf_kvm.sh build/perf/perf "$res/baseline.data" build/selftests/wb/guest_spin \
-	build/results-flamegraph | record
+check "perf tools" tests/host/check_perf_kvm.sh build/perf/perf "$res/baseline.data" \
+	build/selftests/wb/guest_spin build/results-flamegraph
 # Demo, short version: a real Linux guest recorded from the host.
 sed 's/^/    /' "$res/demo.log"
-tests/host/check_demo.py "$res/demo.D" build/obj-guest/System.map | record
+check demo tests/host/check_demo.py "$res/demo.D" build/obj-guest/System.map
 # The same with the 32-bit guest kernel: 32-bit paging and frames.
 sed 's/^/    /' "$res/demo-i386.log"
-tests/host/check_demo.py "$res/demo-i386.D" build/obj-guest-i386/System.map i386 | record
+check demo-i386 tests/host/check_demo.py "$res/demo-i386.D" build/obj-guest-i386/System.map i386
 # Hostile guests: every case of guest_hostile is one result.
 grep -E '^# .*(pass|FAIL|skip)$|^# (reference|Totals)' "$res/hostile.log" | sed 's/^/    /'
 grep -E '^(ok|not ok) ' "$res/hostile.tap" |
 	sed -E 's/^ok [0-9]+ # SKIP /SKIP: hostile: /; s/^ok [0-9]+ /PASS: hostile: /; s/^not ok [0-9]+ /FAIL: hostile: /' | record
 [ -s "$res/hostile.tap" ] || echo "FAIL: hostile: no TAP output (rc $(cat "$res/hostile.rc"))" | record
 # Splat gate, last: it covers everything that ran.
-tests/host/check_splats.sh "$res/console.log" | record
+check splats tests/host/check_splats.sh "$res/console.log"
 echo "== results: $(( $(date +%s) - s )) s"
 summary
 ! grep -q '^FAIL' build/results.txt
