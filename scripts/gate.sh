@@ -4,7 +4,7 @@
 # applies to a pristine base, checkpatch --strict is clean, every prefix of
 # the series builds the host config, no new W=1 or sparse warning in the
 # files it touches, and each build-only config builds with and without it
-# with no new warning.  Prints PASS/FAIL lines and a table; exits 1 if any
+# with no new warning.  Prints TAP lines and a table; exits 1 if any
 # check failed.
 # Needs build/linux with the series committed (base..HEAD).
 set -uo pipefail
@@ -18,9 +18,9 @@ pdir=${PATCHES:-$top/patches}
 mapfile -t patches < <(ls "$pdir"/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-')
 rows=()
 row() { rows+=("$(printf '%-22s %-6s %-10s %s' "$1" "$2" "$3" "$4")"); }
-pass() { echo "PASS: gate: $*"; }
-failures=0
-fail() { echo "FAIL: gate: $*"; failures=$((failures + 1)); }
+. "$top/tests/lib/tap.sh"
+pass() { tap_ok "gate: $*"; }
+fail() { tap_not_ok "gate: $*"; }
 
 # Warnings of a build log, without line and column numbers.
 warnings() {
@@ -184,4 +184,4 @@ done
 
 echo "gate: config                 result new-warn   time"
 printf 'gate: %s\n' "${rows[@]}"
-[ $failures = 0 ] || { echo "gate: $failures check(s) FAILED" >&2; exit 1; }
+[ $tap_failed = 0 ] || { echo "gate: $tap_failed check(s) FAILED" >&2; exit 1; }

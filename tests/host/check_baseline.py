@@ -13,10 +13,11 @@ spin_leaf must carry exactly
     return into spin_top, return into guest_code
 
 and nothing else (no host frame, no bogus trailing entry).  With 'stock'
-no guest sample may carry a guest frame.  Prints PASS/FAIL lines.
+no guest sample may carry a guest frame.  Prints TAP lines.
 """
 import bisect
 import collections
+import os
 import subprocess
 import sys
 
@@ -37,6 +38,10 @@ def symbols(elf):
 
 def main():
     dump, elf, expect = sys.argv[1:4]
+    for path, what in ((dump, "recording dump"), (elf, "guest program")):
+        if not os.path.isfile(path):
+            print(f"not ok - baseline: no {what}: {path} is missing")
+            return 1
     addrs, names = symbols(elf)
 
     def sym(a):

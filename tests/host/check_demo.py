@@ -11,7 +11,7 @@ functions, and that the read and write syscall paths appear with their
 callers in order: vfs_read/vfs_write, then do_syscall_64, then the syscall
 entry; for a 32-bit guest kernel (i386), do_fast_syscall_32 or
 do_int80_syscall_32 and their entries, and every guest-kernel address is a
-32-bit one.  Prints PASS/FAIL lines.
+32-bit one.  Prints TAP lines.
 """
 import collections
 import sys
@@ -41,7 +41,7 @@ def main():
     try:
         all_s = list(samples(dump))
     except OSError as e:
-        print(f"FAIL: {tag}: no recording: {e}")
+        print(f"not ok - {tag}: no recording: {e}")
         return 1
     gk = [s for s in all_s if s[0] == MISC_GUEST_KERNEL]
     gu = [s for s in all_s if s[0] == MISC_GUEST_USER]

@@ -2,14 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # perf tools on the baseline recording: 'perf kvm script' and 'perf kvm
 # report -g' resolve the guest frames with the guest binary's symbols and
-# print them in the right order.  Also runs perf's own guest callchain test.
-# usage: check_perf_kvm.sh <perf> <perf.data.guest> <guest ELF> <outdir>
-perf=$1 data=$2 elf=$3 out=$4
-check() {	# check <description> <command...>
-	local what=$1
-	shift
-	if "$@"; then echo "PASS: perf tools: $what"; else echo "FAIL: perf tools: $what"; fi
-}
+# print them in the right order, and perf's flame graph script (run by
+# scripts/flamegraph.sh) drew them.  Also runs perf's own guest callchain test.
+# usage: check_perf_kvm.sh <perf> <perf.data.guest> <guest ELF> <flamegraph.html>
+perf=$1 data=$2 elf=$3 html=$4
+. "$(dirname "$0")/../lib/tap.sh"
+check() { local what=$1; shift; tap_check "perf tools: $what" "$@"; }
 ptest=$("$perf" test 'Guest callchains' 2>&1)
 echo "$ptest" | sed 's/^/    /'
 check "perf test 'Guest callchains'" grep -q ': Ok$' <<< "$ptest"
@@ -34,11 +32,9 @@ want = ["guest_code", "spin_top", "spin_mid", "spin_leaf"]
 sys.exit(0 if any(lines[i:i + 4] == want for i in range(len(lines))) else 1)' <<< "$report"
 
 # perf's flamegraph script, on the guest recording, with the npm template.
-rm -f "$out/flamegraph.html"
-"$(dirname "$0")/../../scripts/flamegraph.sh" "$data" "$elf" "$out" | sed 's/^/    /'
 check "the flame graph of the guest recording holds guest_code, spin_top, spin_mid, spin_leaf" \
 	python3 -c '
 import json, re, sys
 html = open(sys.argv[1]).read()
 names = set(re.findall(r"\"n\": ?\"([^\"]+)\"", html)) | set(re.findall(r"\"name\": ?\"([^\"]+)\"", html))
-sys.exit(0 if {"guest_code", "spin_top", "spin_mid", "spin_leaf"} <= names else 1)' "$out/flamegraph.html"
+sys.exit(0 if {"guest_code", "spin_top", "spin_mid", "spin_leaf"} <= names else 1)' "$html"

@@ -8,8 +8,8 @@ pattern='BUG:|WARNING:|sleeping function called from invalid context|suspicious 
 # The console log is the complete kernel log (dmesg may have wrapped).
 hits=$(grep -cE "$pattern" "$log")
 if [ "$hits" != 0 ]; then
-	echo "FAIL: splats: $hits line(s) in the kernel log match the splat patterns:"
+	echo "not ok - splats: $hits line(s) in the kernel log match the splat patterns:"
 	grep -nE -A25 "$pattern" "$log" | head -120 | sed 's/^/    /'
 	exit 1
 fi
-echo "PASS: splats: no BUG, WARNING, lockdep, RCU or sleep-in-atomic report in the kernel log"
+echo "ok - splats: no BUG, WARNING, lockdep, RCU or sleep-in-atomic report in the kernel log"

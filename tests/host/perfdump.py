@@ -55,11 +55,12 @@ class SystemMap:
 
 
 class Checks:
-    """PASS/FAIL lines for the workbench's results; ok is False after any FAIL."""
+    """TAP lines for the workbench's results (tests/lib/tap.sh); ok is False
+    after any failure."""
 
     def __init__(self):
         self.ok = True
 
     def __call__(self, cond, what):
-        print(("PASS: " if cond else "FAIL: ") + what)
+        print(("ok - " if cond else "not ok - ") + what)
         self.ok &= bool(cond)
