@@ -4,7 +4,7 @@
 # kernel without debug options (tests/guest/guest_bench.c), as ratios taken
 # side by side in one run.  Prints the README's table.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 cd "$top"
 scripts/deps.sh
 scripts/tree.sh --if-needed
@@ -12,6 +12,6 @@ scripts/build-kernel.sh bench configs/host.config configs/bench.config
 scripts/build-perf.sh
 scripts/build-selftests.sh
 scripts/mkinitramfs.sh build/initramfs.cpio.gz
-scripts/run-vm.sh build/obj-bench/arch/x86/boot/bzImage build/initramfs.cpio.gz build/bench 1500 bench
+scripts/run-vm.sh build/obj-bench/arch/x86/boot/bzImage build/initramfs.cpio.gz build/bench 1500 "$(scenarios_of bench)"
 cat build/bench/bench.log
 tests/host/bench_report.py build/bench/bench.log

@@ -32,7 +32,7 @@ step "packing the host's initramfs, with QEMU and the guests" scripts/mkinitramf
 	build/initramfs-demo.cpio.gz --l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz \
 	build/obj-guest-i386/arch/x86/boot/bzImage build/l2-i386.cpio.gz
 step "booting the host, running each guest and recording it" scripts/run-vm.sh \
-	build/obj-host/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz build/demo 900 demo,demo-i386
+	build/obj-host/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz build/demo 900 "$(scenarios_of demo)"
 # show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
 show() {
 	sed 's/^/    /' "build/demo/$1.log"

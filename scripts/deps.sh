@@ -19,7 +19,7 @@ pkgs=(
 	# the 32-bit guest's /init: a static i386 program needs the i386 libc
 	libc6-dev-i386-cross
 	# perf: its libraries, and python for its scripts and the host checks
-	libdw-dev libtraceevent-dev python3 python3-dev python3-ply
+	pkgconf libdw-dev libtraceevent-dev python3 python3-dev python3-ply
 	# the test VM and the guests inside it
 	qemu-system-x86 busybox-static
 	# perf's flame graph template (package.json) from the npm registry

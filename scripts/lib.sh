@@ -31,3 +31,40 @@ ccache_since() {
 
 # sysmap_of <bzImage>: the System.map of the kernel build it came from.
 sysmap_of() { echo "${1%/arch/*/boot/*}/System.map"; }
+
+# perf_flamegraph <perf.data.guest> <guest vmlinux> <outdir>: perf's own
+# flame graph script (with the d3-flame-graph template from npm) and its
+# stackcollapse script on a guest recording: <outdir>/flamegraph.html and
+# <outdir>/stacks.folded; their messages in <outdir>/flamegraph.err.
+perf_flamegraph() (
+	set -euo pipefail
+	local data vmlinux out perf=$top/build/perf/perf work
+	local scripts=$top/build/linux/tools/perf/scripts/python
+	local template=$top/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
+	data=$(realpath "$1") vmlinux=$(realpath "$2") out=$(realpath -m "$3")
+	mkdir -p "$out"
+	[ -f "$template" ] || (cd "$top" && npm install --no-audit --no-fund --silent) ||
+		{ echo "flamegraph: npm install of package.json (d3-flame-graph) FAILED" >&2; exit 1; }
+	export PERF_EXEC_PATH=$top/build/linux/tools/perf
+	# flamegraph.py puts 'perf report --header-only' in the page, run from
+	# the current directory on the default file name: give it this perf as
+	# 'perf' and the recording as ./perf.data.
+	export PATH=$top/build/perf:$PATH
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	ln -s "$data" "$work/perf.data"
+	cd "$work"
+	"$perf" kvm --guest --guestvmlinux="$vmlinux" -i "$data" script -s "$scripts/flamegraph.py" \
+		-- --template "$template" -o "$out/flamegraph.html" 2> "$out/flamegraph.err" ||
+		{ cat "$out/flamegraph.err"; exit 1; }
+	"$perf" kvm --guest --guestvmlinux="$vmlinux" -i "$data" script -s "$scripts/stackcollapse.py" \
+		> "$out/stacks.folded" 2>> "$out/flamegraph.err"
+	echo "flamegraph: $out/flamegraph.html ($(du -h "$out/flamegraph.html" | cut -f1)), $out/stacks.folded ($(wc -l < "$out/stacks.folded") stacks)"
+)
+
+# scenarios_of <command>: the scenarios of tests/scenarios.list that this
+# command (test, demo, bench) runs, comma-separated.
+scenarios_of() {
+	awk -v c="$1" '!/^#/ && NF >= 3 && ("," $3 ",") ~ ("," c ",") { printf "%s%s", n++ ? "," : "", $1 }
+		END { print "" }' "$top/tests/scenarios.list"
+}

@@ -18,7 +18,7 @@ rm -rf "${out:?}"/*
 mon=$(mktemp -d)
 trap 'rm -rf "$mon"' EXIT
 declare -A limit_of
-while read -r name secs; do limit_of[$name]=$secs; done < <(grep -v '^#' "$top/tests/scenarios.list")
+while read -r name secs _; do limit_of[$name]=$secs; done < <(grep -v '^#' "$top/tests/scenarios.list")
 for s in ${run//,/ }; do
 	[ -n "${limit_of[$s]:-}" ] || { echo "vm: scenario '$s' is not in tests/scenarios.list" >&2; exit 1; }
 done

@@ -1,13 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# perf tools on the baseline recording: 'perf kvm script' and 'perf kvm
-# report -g' resolve the guest frames with the guest binary's symbols and
-# print them in the right order, and perf's flame graph script (run by
-# scripts/flamegraph.sh) drew them.  Also runs perf's own guest callchain test.
-# usage: check_perf_kvm.sh <perf> <perf.data.guest> <guest ELF> <flamegraph.html>
-perf=$1 data=$2 elf=$3 html=$4
-. "$(dirname "$0")/../lib/tap.sh"
+# The baseline scenario: its guest callchains in the raw dump
+# (check_baseline.py: exact frames, exact markers), then perf tools on the
+# recording: 'perf kvm script' and 'perf kvm report -g' resolve the guest
+# frames with the guest binary's symbols and print them in the right order,
+# and perf's flame graph script draws them.  Also runs perf's own guest
+# callchain test.
+# usage: check_baseline.sh <results dir> <checkout>
+res=$1 top=$2
+. "$top/scripts/lib.sh"
+. "$top/tests/lib/tap.sh"
+perf=$top/build/perf/perf data=$res/baseline.data elf=$top/build/selftests/wb/guest_spin
 check() { local what=$1; shift; tap_check "perf tools: $what" "$@"; }
+sed 's/^/# /' "$res/baseline.log"
+# Stock 6.12 (no series in patches/) must record no guest frame at all.
+expect=stock
+ls "$top"/patches/0*.patch >/dev/null 2>&1 && expect=frames
+"$(dirname "$0")/check_baseline.py" "$res/baseline.D" "$elf" "$expect" || tap_failed=$((tap_failed + 1))
 ptest=$("$perf" test 'Guest callchains' 2>&1)
 echo "$ptest" | sed 's/^/    /'
 check "perf test 'Guest callchains'" grep -q ': Ok$' <<< "$ptest"
@@ -32,9 +41,13 @@ want = ["guest_code", "spin_top", "spin_mid", "spin_leaf"]
 sys.exit(0 if any(lines[i:i + 4] == want for i in range(len(lines))) else 1)' <<< "$report"
 
 # perf's flamegraph script, on the guest recording, with the npm template.
+rm -rf "$top/build/results-flamegraph"
+perf_flamegraph "$data" "$elf" "$top/build/results-flamegraph" | sed 's/^/# /'
+html=$top/build/results-flamegraph/flamegraph.html
 check "the flame graph of the guest recording holds guest_code, spin_top, spin_mid, spin_leaf" \
 	python3 -c '
 import json, re, sys
 html = open(sys.argv[1]).read()
 names = set(re.findall(r"\"n\": ?\"([^\"]+)\"", html)) | set(re.findall(r"\"name\": ?\"([^\"]+)\"", html))
 sys.exit(0 if {"guest_code", "spin_top", "spin_mid", "spin_leaf"} <= names else 1)' "$html"
+[ $tap_failed = 0 ]
