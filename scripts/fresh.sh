@@ -27,11 +27,11 @@ command -v mmdebstrap >/dev/null || {
 [ -z "$(git -C "$top" status --porcelain)" ] ||
 	echo "fresh: WARNING: uncommitted changes are not tested: the root gets a clone of HEAD" >&2
 
-unmount() { [ -d "$root" ] && findmnt -rn -o TARGET | grep "^$root/" | sort -r |
-	while read -r m; do umount -l "$m"; done; return 0; }
+mounts() { findmnt -rn -o TARGET | grep "^$root/" | sort -r || true; }
+unmount() { local m; for m in $(mounts); do umount -l "$m"; done; }
 unmount
 trap unmount EXIT
-! findmnt -rn -o TARGET | grep -q "^$root/" || { echo "fresh: cannot unmount what is mounted in $root" >&2; exit 1; }
+[ -z "$(mounts)" ] || { echo "fresh: cannot unmount what is mounted in $root" >&2; exit 1; }
 rm -rf --one-file-system "$root"
 mkdir -p "$apt_cache" "$CCACHE_DIR" "$top/build"
 
