@@ -16,7 +16,8 @@ stall=${WB_STALL:-120}
 mkdir -p "$out"
 rm -rf "${out:?}"/*
 mon=$(mktemp -d)
-trap 'rm -rf "$mon"' EXIT
+trap 'kill $qemu 2>/dev/null; rm -rf "$mon"' EXIT
+qemu=
 declare -A limit_of
 while read -r name secs _; do limit_of[$name]=$secs; done < <(grep -v '^#' "$top/tests/scenarios.list")
 for s in ${run//,/ }; do
@@ -37,7 +38,7 @@ qemu-system-x86_64 -accel tcg -cpu max -smp 2,sockets=2,cores=1,threads=1 -m 4G 
 qemu=$!
 start=$(date +%s)
 progress() {	# the newest mtime of the console and the VM's heartbeat
-	stat -c %Y "$out/console.log" "$out/heartbeat" 2>/dev/null | sort -n | tail -1
+	{ stat -c %Y "$out/console.log" "$out/heartbeat" 2>/dev/null || true; } | sort -n | tail -1
 }
 hung=
 while kill -0 $qemu 2>/dev/null; do
