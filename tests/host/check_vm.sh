@@ -3,7 +3,7 @@
 # The test VM itself: the CPUs it was given (scripts/run-vm.sh), /dev/kvm, every scenario exited 0, KUnit at
 # boot (the boot log's KTAP, parsed by the kernel's own kunit.py).
 # usage: check_vm.sh <results dir> <checkout> <scenario,...>
-res=$1 top=$2 scenarios=$3
+res=$(realpath "$1") top=$2 scenarios=$3
 . "$top/tests/lib/tap.sh"
 cpus=$(cat "$res/cpus" 2>/dev/null || echo '?') wanted=$(cat "$res/cpus.wanted" 2>/dev/null || echo '?')
 tap_check "the VM (L1 host) runs on the $wanted CPU(s) QEMU gives it (it has $cpus)" test "$cpus" = "$wanted"
