@@ -19,7 +19,7 @@ cpus=${WB_CPUS:-1}
 mkdir -p "$out"
 rm -rf "${out:?}"/*
 mon=$(mktemp -d)
-trap 'kill $qemu 2>/dev/null; rm -rf "$mon"' EXIT
+trap 'kill $qemu 2>/dev/null || true; rm -rf "$mon"' EXIT
 qemu=
 declare -A limit_of
 while read -r name secs _; do limit_of[$name]=$secs; done < <(grep -v '^#' "$top/tests/scenarios.list")
