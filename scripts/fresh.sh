@@ -8,6 +8,8 @@
 # the ccache directory and apt's downloaded .deb files.
 # Ends with the test command's 'N passed, N failed' line; exits non-zero if
 # either command failed.
+# usage: fresh.sh [command]: with a command (e.g. 'make demo'), only that
+# one runs in the root.
 # Environment: FRESH_ROOT (default /var/tmp/perf-kvm-fresh, rebuilt at each
 # run), APT_CACHE (default /var/cache/perf-kvm-apt), CCACHE_DIR.
 set -euo pipefail
@@ -71,6 +73,15 @@ in_root() { chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 echo "fresh: ccache at $CCACHE_DIR: $(du -sh "$CCACHE_DIR" | cut -f1)"
 
 # 3. The README's commands (each prints its own ccache hit rate).
+if [ $# -gt 0 ]; then
+	s=$(date +%s)
+	rc=0
+	in_root "$*" 2>&1 | tee "$top/build/fresh-cmd.log" || rc=$?
+	took "$* (rc $rc)" "$s"
+	grep -ho 'ccache: [0-9]* hits.*' "$top/build/fresh-cmd.log" | sed 's/^/fresh: /' || true
+	took "total" "$t0"
+	exit $rc
+fi
 s=$(date +%s)
 rc_test=0
 in_root 'make test' 2>&1 | tee "$top/build/fresh-test.log" || rc_test=$?
