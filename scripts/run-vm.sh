@@ -12,9 +12,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 kernel=$1 initrd=$2 out=$3 limit=$4 run=$5
 stall=${WB_STALL:-120}
-# The VM's CPUs.  One by default: with two, the hostile scenario's first
-# guest user-mode case hangs the VM every time (vCPU 0 stays in the nested
-# guest's CPL3 spin loop and L1 never gets it back; see the README).
+# The VM's CPUs.  One by default: in the one run with two, the hostile
+# scenario's second guest user-mode case hung the VM (vCPU 0 stayed in the
+# nested guest's CPL3 spin loop and L1 never got it back; see the README).
 cpus=${WB_CPUS:-1}
 mkdir -p "$out"
 rm -rf "${out:?}"/*
