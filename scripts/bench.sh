@@ -8,10 +8,10 @@ set -euo pipefail
 cd "$top"
 scripts/deps.sh
 scripts/tree.sh --if-needed
-scripts/build-kernel.sh bench configs/host.config configs/bench.config
+scripts/build-kernel.sh x86_64 bench configs/host.config configs/bench.config
 scripts/build-perf.sh
 scripts/build-selftests.sh
 scripts/mkinitramfs.sh build/initramfs.cpio.gz
-scripts/run-vm.sh build/obj-bench/arch/x86/boot/bzImage build/initramfs.cpio.gz build/bench 1500 "$(scenarios_of bench)"
+scripts/run-vm.sh bench build/initramfs.cpio.gz build/bench 1500 "$(scenarios_of bench)"
 cat build/bench/bench.log
 tests/host/bench_report.py build/bench/bench.log

@@ -13,7 +13,7 @@ make -s -C "$tree" O="$top/build/obj-headers" headers_install INSTALL_HDR_PATH="
 targets=()
 for t in "${tests[@]}"; do targets+=("$out/$t"); done
 make -s -C "$tree/tools/testing/selftests/kvm" -f Makefile -f "$top/tests/guest/selftests.mk" \
-	CC="ccache gcc" OUTPUT="$out" KHDR_INCLUDES="-isystem $hdr/include" \
+	CC="$host_cc" OUTPUT="$out" KHDR_INCLUDES="-isystem $hdr/include" \
 	${EXTRA_CFLAGS:+EXTRA_CFLAGS="$EXTRA_CFLAGS"} \
 	-j"$(nproc)" "${targets[@]}" wb-progs
 echo "selftests: ${#tests[@]} KVM selftests and $(find "$out/wb" -type f -perm -u+x | wc -l) guest program(s) in $out"

@@ -20,26 +20,25 @@ step() {
 step "installing packages" scripts/deps.sh chromium
 cc0=$(ccache_counts)
 step "kernel tree with the series" scripts/tree.sh --if-needed
-step "building the KVM host kernel (L1)" scripts/build-kernel.sh host configs/host.config
-step "building the guest kernel (L2)" scripts/build-kernel.sh guest configs/guest.config
-step "building the 32-bit guest kernel (L2, i386)" env ARCH=i386 \
-	scripts/build-kernel.sh guest-i386 configs/guest.config configs/guest-i386.config
+step "building the KVM host kernel (L1)" scripts/build-kernel.sh x86_64 host configs/host.config
+step "building the guest kernel (L2)" scripts/build-kernel.sh x86_64 guest configs/guest.config
+step "building the 32-bit guest kernel (L2, i386)" \
+	scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 step "building perf" scripts/build-perf.sh
 step "building the selftests" scripts/build-selftests.sh
 step "packing the guests' initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 step "packing the 32-bit guest's initramfs" scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 step "packing the host's initramfs, with QEMU and the guests" scripts/mkinitramfs.sh \
-	build/initramfs-demo.cpio.gz --l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz \
-	build/obj-guest-i386/arch/x86/boot/bzImage build/l2-i386.cpio.gz
+	build/initramfs-demo.cpio.gz --l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
 step "booting the host, running each guest and recording it" scripts/run-vm.sh \
-	build/obj-host/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz build/demo 900 "$(scenarios_of demo)"
+	host build/initramfs-demo.cpio.gz build/demo 900 "$(scenarios_of demo)"
 # show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
 show() {
 	sed 's/^/    /' "build/demo/$1.log"
 	mkdir -p "$3"
 	cp "build/demo/$1.data" "$3/perf.data.guest"
-	cp "build/obj-$2/System.map" "$3/guest-System.map"
-	cp "build/obj-$2/vmlinux" "$3/guest-vmlinux"
+	cp "$(sysmap_of "$2")" "$3/guest-System.map"
+	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
 	step "resolving the guest's call stacks ($1)" \
 		tests/host/check_demo.py "build/demo/$1.D" "$3/guest-System.map" ${4:-}
 	echo "== demo: perf kvm --guest --guestvmlinux=$3/guest-vmlinux report -g (top of it)"

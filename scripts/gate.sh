@@ -76,34 +76,30 @@ done
 # 3. The build-only configs at base (full builds; their warnings are the
 # reference), then every prefix of the series on the host config, then the
 # build-only configs again at the tip.
-# name|fragment|make arguments.  These configs build the directories that
-# hold the files the series touches (objects enabled in the config only):
-# full vmlinux builds of each would not fit CI's time, and the host config
-# below is built in full, at every prefix.
-configs=(
-	"x86_64-clang|gate-x86-kvm|LLVM=1"
-	"i386-kvm|gate-i386-kvm|ARCH=i386"
-	"i386-nokvm|gate-i386-nokvm|ARCH=i386"
-	"x86_64-nokvm|gate-x86-nokvm|"
-	"arm64-kvm|gate-arm64-kvm|ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-"
-	"arm64-noperf-kvm|gate-arm64-noperf|ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-"
-)
-x86_dirs="arch/x86/events/ arch/x86/kvm/ kernel/events/ kernel/bpf/"
-arm64_dirs="arch/arm64/kvm/ arch/arm64/kernel/ kernel/events/ kernel/bpf/"
-dirs_of() { case "$1" in *arm64*) echo "$arm64_dirs" ;; *) echo "$x86_dirs" ;; esac; }
-cc_of() { case "$1" in *LLVM=1*) echo "CC=ccache clang" ;; *) echo "CC=ccache ${2}gcc" ;; esac; }
+# The configurations are configs/gate.list, one line each.
+mapfile -t configs < <(grep -v '^#' "$top/configs/gate.list" | awk 'NF == 4')
+# gate_config <line>: name, obj and the make arguments (margs) of a gate
+# configuration, its architecture loaded.
+gate_config() {
+	local compiler
+	read -r name garch frag compiler <<< "$1"
+	arch_load "$garch" || return 1
+	obj=$top/build/obj-gate-$name
+	case $compiler in
+	clang) margs=("${arch_make[@]}" LLVM=1 CC="ccache clang") ;;
+	gcc) margs=("${arch_kmake[@]}") ;;
+	*) echo "gate: $name: compiler '$compiler' is neither gcc nor clang" >&2; return 1 ;;
+	esac
+}
 
 checkout base
 for c in "${configs[@]}"; do
-	IFS='|' read -r name frag args <<< "$c"
-	obj=$top/build/obj-gate-$name
-	cross=$(echo "$args" | sed -n 's/.*CROSS_COMPILE=\([^ ]*\).*/\1/p')
-	# shellcheck disable=SC2086
-	"$top/scripts/config.sh" "$obj" "$top/configs/gate-base.config" "$top/configs/$frag.config" \
-		-- $args "$(cc_of "$args" "$cross")" > /dev/null || { fail "$name: config"; continue; }
+	gate_config "$c" || { fail "${c%%[[:space:]]*}: configs/gate.list"; continue; }
+	"$top/scripts/config.sh" "$garch" "$obj" "$top/configs/gate-base.config" "$top/configs/$frag.config" \
+		-- "${margs[@]}" > /dev/null || { fail "$name: config"; continue; }
 	s=$(date +%s)
 	# shellcheck disable=SC2086
-	kmake "$obj" $args "$(cc_of "$args" "$cross")" $(dirs_of "$args") ||
+	kmake "$obj" "${margs[@]}" $arch_gate_dirs ||
 		echo "gate: $name does not build at base"
 	warnings "$obj/gate.log" > "$obj/warnings.base"
 	echo "$(( $(date +%s) - s ))" > "$obj/time.base"
@@ -111,17 +107,19 @@ done
 
 # Every prefix builds the host config; W=1 and sparse on the touched files.
 host=$top/build/obj-host
-"$top/scripts/config.sh" "$host" "$top/configs/host.config" -- "CC=ccache gcc" > /dev/null
+arch_load x86_64
+hkmake=("${arch_kmake[@]}")
+"$top/scripts/config.sh" x86_64 "$host" "$top/configs/host.config" > /dev/null
 mapfile -t cfiles < <(git -C "$tree" diff --name-only base.."$tip" -- '*.c' | grep -v '^tools/')
 objs=("${cfiles[@]/%.c/.o}")
 extra() {	# W=1 + sparse on the touched objects that exist at this commit
 	local o present=()
 	for o in "${objs[@]}"; do [ -f "$tree/${o%.o}.c" ] && present+=("$o") && rm -f "$host/$o"; done
-	make -C "$tree" O="$host" CC="ccache gcc" W=1 C=2 -j"$(nproc)" "${present[@]}" > "$host/gate.log" 2>&1
+	make -C "$tree" O="$host" "${hkmake[@]}" W=1 C=2 -j"$(nproc)" "${present[@]}" > "$host/gate.log" 2>&1
 	warnings "$host/gate.log"
 }
 s=$(date +%s)
-kmake "$host" CC="ccache gcc" vmlinux || fail "host config does not build at base"
+kmake "$host" "${hkmake[@]}" vmlinux || fail "host config does not build at base"
 extra > "$host/warnings.base"
 bisect_ok=1
 builds=0
@@ -132,7 +130,7 @@ for c in $(git -C "$tree" rev-list --reverse base.."$tip"); do
 	# Each commit builds what it touches: the kernel, perf, the KVM selftests.
 	if echo "$files" | grep -qv '^tools/'; then
 		builds=$((builds + 1))
-		if ! kmake "$host" CC="ccache gcc" vmlinux; then
+		if ! kmake "$host" "${hkmake[@]}" vmlinux; then
 			fail "bisect: the host config does not build with the series up to '$subj'"
 			grep -E 'error' "$host/gate.log" | head -5 | sed 's/^/    /'
 			bisect_ok=0
@@ -164,12 +162,10 @@ row "x86_64 host (gcc)" "$([ $bisect_ok = 1 ] && [ -z "$new" ] && echo ok || ech
 	"$(echo "$new" | sed '/^$/d' | wc -l)" "$(( $(date +%s) - s )) s, ${#patches[@]} prefixes, W=1 C=2"
 
 for c in "${configs[@]}"; do
-	IFS='|' read -r name frag args <<< "$c"
-	obj=$top/build/obj-gate-$name
-	cross=$(echo "$args" | sed -n 's/.*CROSS_COMPILE=\([^ ]*\).*/\1/p')
+	gate_config "$c" || continue
 	s=$(date +%s)
 	# shellcheck disable=SC2086
-	if kmake "$obj" $args "$(cc_of "$args" "$cross")" $(dirs_of "$args"); then ok=ok; else ok=FAIL; fi
+	if kmake "$obj" "${margs[@]}" $arch_gate_dirs; then ok=ok; else ok=FAIL; fi
 	warnings "$obj/gate.log" > "$obj/warnings.tip"
 	new=$(comm -13 "$obj/warnings.base" "$obj/warnings.tip")
 	[ -n "$new" ] && ok=FAIL

@@ -29,8 +29,46 @@ ccache_since() {
 		printf "\n" }'
 }
 
-# sysmap_of <bzImage>: the System.map of the kernel build it came from.
-sysmap_of() { echo "${1%/arch/*/boot/*}/System.map"; }
+# The compiler of the programs built for the machine itself (perf, the KVM
+# selftests).
+host_cc="ccache gcc"
+
+# arch_load <arch>: read the architecture's record, scripts/arch/<arch>.sh,
+# one small file per architecture.  Its fields:
+#   arch_make       make arguments that select it (ARCH=, CROSS_COMPILE=)
+#   arch_cc         its kernel's C compiler (run through ccache)
+#   arch_image      the boot image, relative to a kernel's object directory
+#   arch_user_cc    the compiler of static programs for its guests
+#   arch_gate_dirs  the directories the gate builds for it
+# and, for an architecture the test VM runs on: arch_qemu, arch_machine
+# (QEMU's machine options), arch_smp <cpus>, arch_console, arch_append (its
+# kernel command line).  Sets arch (the name) and arch_kmake, the make
+# arguments of a kernel build for it.
+arch_load() {
+	local f=$top/scripts/arch/$1.sh
+	if [ ! -f "$f" ]; then
+		echo "arch: no record $f; there are: $(cd "$top/scripts/arch" && ls | sed 's/\.sh$//' | tr '\n' ' ')" >&2
+		return 1
+	fi
+	unset -f arch_smp arch_append
+	arch_make=() arch_machine=()
+	arch_cc='' arch_image='' arch_user_cc='' arch_gate_dirs='' arch_qemu='' arch_console=''
+	# shellcheck source=scripts/arch/x86_64.sh
+	. "$f"
+	arch=$1
+	arch_kmake=("${arch_make[@]}" CC="ccache $arch_cc")
+}
+
+# A kernel build <name> lives in build/obj-<name>; config.sh records its
+# architecture there.
+# obj_of <name>, arch_of <name>, image_of <name>, sysmap_of <name>
+obj_of() { echo "$top/build/obj-$1"; }
+arch_of() {
+	cat "$top/build/obj-$1/wb-arch" 2>/dev/null ||
+		{ echo "arch: build/obj-$1 has no wb-arch: not configured by scripts/config.sh" >&2; return 1; }
+}
+image_of() { local a; a=$(arch_of "$1") && (arch_load "$a" && echo "$top/build/obj-$1/$arch_image"); }
+sysmap_of() { echo "$top/build/obj-$1/System.map"; }
 
 # perf_flamegraph <perf.data.guest> <guest vmlinux> <outdir>: perf's own
 # flame graph script (with the d3-flame-graph template from npm) and its

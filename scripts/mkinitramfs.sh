@@ -4,15 +4,15 @@
 #   mkinitramfs.sh <out.cpio.gz>: the test VM (L1 host): static busybox, perf,
 #	the KVM selftests, the workbench's guest programs, the in-VM scenarios,
 #	with the shared libraries they need;
-#   mkinitramfs.sh <out.cpio.gz> --l2 <bzImage> <l2.cpio.gz> [<bzImage> <l2.cpio.gz>]:
-#	the same, plus QEMU and a Linux guest (L2) for the demo, and a 32-bit
-#	one (in /demo/i386);
+#   mkinitramfs.sh <out.cpio.gz> --l2 <kernel> <l2.cpio.gz> [<kernel> <l2.cpio.gz>]:
+#	the same, plus QEMU and a Linux guest (L2: the kernel build named
+#	<kernel>) for the demo, and a 32-bit one (in /demo/i386);
 #   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox and
 #	its workload);
 #   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
 #	(its workload as one static i386 program).
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 out=$1
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
@@ -29,7 +29,8 @@ if [ "${2:-}" = --guest ]; then
 fi
 if [ "${2:-}" = --guest-i386 ]; then
 	mkdir -p "$root"/{dev,proc,tmp}
-	i686-linux-gnu-gcc -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
+	arch_load i386
+	"$arch_user_cc" -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
 		-o "$root/init" "$top/tests/demo/l2-init-i386.c"
 	pack
 	exit 0
@@ -45,11 +46,11 @@ find "$top/build/selftests/wb" -type f -perm -u+x -exec cp {} "$root/wb/" \;
 	while read -r t _; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
 if [ "${2:-}" = --l2 ]; then
 	mkdir -p "$root/demo" "$root/usr/bin" "$root/usr/share" "$root/usr/lib/x86_64-linux-gnu"
-	cp "$3" "$root/demo/bzImage"
+	cp "$(image_of "$3")" "$root/demo/$(basename "$(image_of "$3")")"
 	cp "$4" "$root/demo/initramfs.cpio.gz"
 	if [ $# -ge 6 ]; then
 		mkdir -p "$root/demo/i386"
-		cp "$5" "$root/demo/i386/bzImage"
+		cp "$(image_of "$5")" "$root/demo/i386/$(basename "$(image_of "$5")")"
 		cp "$6" "$root/demo/i386/initramfs.cpio.gz"
 	fi
 	cp /usr/bin/qemu-system-x86_64 "$root/usr/bin/"

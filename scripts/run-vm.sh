@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Boot the test VM (the L1 KVM host) under QEMU TCG and run scenarios in it.
-# usage: run-vm.sh <bzImage> <initramfs> <outdir> <timeout-seconds> <scenario,...>
+# usage: run-vm.sh <kernel> <initramfs> <outdir> <timeout-seconds> <scenario,...>
+# <kernel> is the name of a kernel build (build/obj-<kernel>); QEMU and its
+# options come from that build's architecture record (scripts/arch/).
 # The console goes to <outdir>/console.log; results land in <outdir> over 9p.
 # The VM is stopped, and reported with where its vCPUs are (QEMU's monitor
 # and the kernel's System.map), when it makes no progress for $WB_STALL
@@ -10,7 +12,10 @@
 # running after <timeout-seconds>.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-kernel=$1 initrd=$2 out=$3 limit=$4 run=$5
+kname=$1 initrd=$2 out=$3 limit=$4 run=$5
+kernel=$(image_of "$kname")
+arch_load "$(arch_of "$kname")"
+[ -n "$arch_qemu" ] || { echo "vm: scripts/arch/$arch.sh says no QEMU: the test VM does not run on $arch" >&2; exit 1; }
 stall=${WB_STALL:-120}
 # The VM's CPUs.  One by default: in the one run with two, the hostile
 # scenario's second guest user-mode case hung the VM (vCPU 0 stayed in the
@@ -26,18 +31,15 @@ while read -r name secs _; do limit_of[$name]=$secs; done < <(grep -v '^#' "$top
 for s in ${run//,/ }; do
 	[ -n "${limit_of[$s]:-}" ] || { echo "vm: scenario '$s' is not in tests/scenarios.list" >&2; exit 1; }
 done
-# Without a TSC frequency every KVM selftest aborts on KVM_GET_TSC_KHZ.
-khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
 rc=0
-# One core per socket: without ACPI, Linux finds CPUs in SeaBIOS's MP
-# table, which lists only the first logical CPU of each package.
 echo "$cpus" > "$out/cpus.wanted"
-qemu-system-x86_64 -accel tcg -cpu max -smp "$cpus,sockets=$cpus,cores=1,threads=1" -m 4G \
+# shellcheck disable=SC2046
+"$arch_qemu" "${arch_machine[@]}" $(arch_smp "$cpus") \
 	-display none -monitor unix:"$mon/monitor",server,nowait -nic none \
 	-serial file:"$out/console.log" -no-reboot \
 	-kernel "$kernel" -initrd "$initrd" \
 	-virtfs local,path="$out",mount_tag=wbout,security_model=none,id=wbout \
-	-append "console=ttyS0 panic=-1 nokaslr tsc_early_khz=$khz tsc=reliable wb.run=$run" \
+	-append "console=$arch_console panic=-1 $(arch_append) wb.run=$run" \
 	</dev/null &
 qemu=$!
 start=$(date +%s)
@@ -65,7 +67,7 @@ while kill -0 $qemu 2>/dev/null; do
 done
 if [ -n "$hung" ]; then
 	echo "vm: HUNG: $hung, $(( $(date +%s) - start )) s after boot; vCPUs:" >&2
-	"$top/tests/host/vm_where.py" "$mon/monitor" "$(sysmap_of "$kernel")" >&2 || true
+	"$top/tests/host/vm_where.py" "$mon/monitor" "$(sysmap_of "$kname")" >&2 || true
 	kill $qemu
 	wait $qemu || true
 	echo "vm: console tail:" >&2

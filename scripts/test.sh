@@ -60,20 +60,17 @@ stage deps scripts/deps.sh
 cc0=$(ccache_counts)
 stage tree scripts/tree.sh --if-needed
 stage gate check gate scripts/gate.sh
-stage kernel scripts/build-kernel.sh test configs/host.config configs/kasan.config
-stage guest-kernel scripts/build-kernel.sh guest configs/guest.config
-stage guest-kernel-i386 env ARCH=i386 \
-	scripts/build-kernel.sh guest-i386 configs/guest.config configs/guest-i386.config
+stage kernel scripts/build-kernel.sh x86_64 test configs/host.config configs/kasan.config
+stage guest-kernel scripts/build-kernel.sh x86_64 guest configs/guest.config
+stage guest-kernel-i386 scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 stage perf scripts/build-perf.sh
 stage selftests scripts/build-selftests.sh
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
-	--l2 build/obj-guest/arch/x86/boot/bzImage build/l2.cpio.gz \
-	build/obj-guest-i386/arch/x86/boot/bzImage build/l2-i386.cpio.gz
+	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
 scenarios=$(scenarios_of test)
-stage vm scripts/run-vm.sh build/obj-test/arch/x86/boot/bzImage build/initramfs-demo.cpio.gz \
-	"$res" 2400 "$scenarios"
+stage vm scripts/run-vm.sh test build/initramfs-demo.cpio.gz "$res" 2400 "$scenarios"
 fi
 
 # Judge on the host: the VM itself, then each scenario with its checker

@@ -54,11 +54,19 @@ def main():
 
     for _ in range(3):
         regs = monitor(sock, "info registers -a")
-        for cpu, rip, cpl, hlt in re.findall(r"CPU#(\d+).*?[ER]IP=([0-9a-f]+).*?CPL=(\d).*?HLT=(\d)",
-                                             regs, re.S):
+        for cpu, rip, efl, cpl, hlt in re.findall(
+                r"CPU#(\d+).*?[ER]IP=([0-9a-f]+).*?EFL=([0-9a-f]+).*?CPL=(\d).*?HLT=(\d)", regs, re.S):
             where = sym(int(rip, 16)) if cpl == "0" else "user"
-            print(f"vm: CPU#{cpu} IP={rip} CPL={cpl}{' halted' if hlt == '1' else ''} {where}")
+            print(f"vm: CPU#{cpu} IP={rip} CPL={cpl} IF={int(efl, 16) >> 9 & 1}"
+                  f"{' halted' if hlt == '1' else ''} {where}")
         time.sleep(1)
+    # Interrupts the local APICs hold: an interrupt requested (IRR) that
+    # never becomes in service (ISR) while the CPU runs is a lost wakeup.
+    for cpu in sorted({c for c, *_ in re.findall(r"CPU#(\d+)", regs)}, key=int):
+        apic = monitor(sock, f"info lapic {cpu}")
+        for line in apic.splitlines():
+            if re.match(r"\s*(ISR|IRR|LVT0|LVTT|Timer|PPR)", line):
+                print(f"vm: CPU#{cpu} lapic: {line.strip()}")
     return 0
 
 
