@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Build the KVM selftests this workbench runs, plus its own guest programs
-# (tests/guest/*.c), from build/linux with the selftests library.
+# (tests/guest/*.c and tests/guest/*/, see tests/guest/selftests.mk), from
+# build/linux with the selftests library.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$top/build/selftests

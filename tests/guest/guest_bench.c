@@ -49,7 +49,6 @@
 #include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,25 +57,21 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/utsname.h>
 
 #include <linux/perf_event.h>
-#include <linux/ring_buffer.h>
 #include <linux/sizes.h>
 
 #include "test_util.h"
 #include "kvm_util.h"
 #include "processor.h"
+#include "wb.h"
 
-#define KNOB_PATH		"/sys/module/kvm/parameters/guest_callchains"
 #define MAX_RATE_PATH		"/proc/sys/kernel/perf_event_max_sample_rate"
 
 #define STACK_PAGES		40	/* D=64 spread needs about 17 */
 #define STACK_GVA		0x40000000ul
-#define MAX_CHAIN		128
-#define MAX_FRAME_GAP		SZ_1M
 #define RING_DATA_PAGES		1024	/* 4 MiB: a whole window, never drained during it */
 #define PERIOD_NS		100000	/* 10 kHz for sections 1 and 2 */
 #define WARMUP_US		20000
@@ -209,124 +204,16 @@ noinline void bench_main(void)
 	}
 }
 
-/* Small helpers. */
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_us(long us)
-{
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-struct spread {
-	double med, min, max;
-	int n;
-};
-
-static struct spread spread_of(const double *v, int n)
-{
-	double s[64];
-	struct spread r = { 0, 0, 0, n };
-
-	int i;
-
-	/* NaN marks a repetition without a valid figure (e.g. a cost <= 0). */
-	for (i = 0, n = 0; i < r.n; i++)
-		if (!isnan(v[i]))
-			s[n++] = v[i];
-	r.n = n;
-	if (!n) {
-		r.med = r.min = r.max = NAN;
-		return r;
-	}
-	qsort(s, n, sizeof(*s), cmp_double);
-	r.min = s[0];
-	r.max = s[n - 1];
-	r.med = n & 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-	return r;
-}
-
-static bool write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok;
-}
-
-static long read_long(const char *path)
-{
-	char buf[64] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	if (buf[0] == 'Y' || buf[0] == 'N')
-		return buf[0] == 'Y';
-	return strtol(buf, NULL, 10);
-}
-
-static void pin_to_cpu0(void)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(0, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* Chains: the return addresses after the IP, compared with a reference. */
-struct chainchk {
-	uint64_t ref[MAX_CHAIN];
-	int nref;
-	uint64_t inloop, exact;
-	uint64_t bad[MAX_CHAIN];
-	int nbad;			/* first mismatching chain, for the log */
-};
-
 static bool ip_in_loop(uint64_t ip)
 {
 	return (ip >= (uint64_t)leaf_loop_start && ip < (uint64_t)leaf_loop_end) ||
 	       (ip >= (uint64_t)noframe_loop_start && ip < (uint64_t)noframe_loop_end);
 }
 
-static void chain_check(struct chainchk *c, uint64_t ip, const uint64_t *rets, int n)
+/* Chains: the return addresses after the IP, compared with a reference. */
+static void chain_check(struct wb_chainchk *c, uint64_t ip, const uint64_t *rets, int n)
 {
-	if (!ip_in_loop(ip))
-		return;
-	c->inloop++;
-	if (n == c->nref && !memcmp(rets, c->ref, n * sizeof(*rets))) {
-		c->exact++;
-		return;
-	}
-	if (!c->nbad && n > 0) {
-		c->nbad = min(n, MAX_CHAIN);
-		memcpy(c->bad, rets, c->nbad * sizeof(*rets));
-	}
+	wb_chain_check(c, ip_in_loop(ip), rets, n);
 }
 
 /*
@@ -348,113 +235,16 @@ struct target {
 	/* guest */
 	struct kvm_vm *vm;
 	struct kvm_vcpu *vcpu;
-	int stats_fd;
-	struct kvm_stats_header stats_header;
-	struct kvm_stats_desc *stats_desc;
+	struct wb_vstats vstats;
 	/* native */
 	void *stack_top;
 	uint64_t rbp_init;
 	/* the VMM's own sampler (guest only) */
 	volatile int usampler;
 	volatile uint64_t usamples;
-	struct chainchk uchk;
-	uint64_t ubuf[MAX_CHAIN];
+	struct wb_chainchk uchk;
+	uint64_t ubuf[WB_MAX_CHAIN];
 };
-
-/* Guest physical to host virtual, NULL outside the memslots. */
-static void *gpa2hva_safe(struct kvm_vm *vm, uint64_t gpa)
-{
-	struct rb_node *node = vm->regions.gpa_tree.rb_node;
-
-	while (node) {
-		struct userspace_mem_region *r =
-			container_of(node, struct userspace_mem_region, gpa_node);
-		uint64_t start = r->region.guest_phys_addr;
-		uint64_t end = start + r->region.memory_size;
-
-		if (gpa >= start && gpa < end)
-			return (uint8_t *)r->host_mem + (gpa - start);
-		node = gpa < start ? node->rb_left : node->rb_right;
-	}
-	return NULL;
-}
-
-/*
- * The VMM sampler's walk: 4- or 5-level paging through the VMM's mapping,
- * the last page's translation reused, and the same frame rules as KVM's
- * (aligned, canonical, in the half of the first frame, strictly above the
- * previous one by at most 1 MiB, non-zero return address).
- */
-struct uwalk {
-	struct kvm_vm *vm;
-	uint64_t cr3;
-	int levels;
-	uint64_t page_gva;
-	uint8_t *page_hva;
-};
-
-static uint8_t *uwalk_page(struct uwalk *w, uint64_t gva)
-{
-	uint64_t table = w->cr3 & GENMASK_ULL(51, 12), pte, *p;
-	int level;
-
-	if ((gva & ~0xfffull) == w->page_gva)
-		return w->page_hva;
-	for (level = w->levels; level >= 1; level--) {
-		int shift = 12 + 9 * (level - 1);
-
-		p = gpa2hva_safe(w->vm, table + ((gva >> shift) & 511) * 8);
-		if (!p)
-			return NULL;
-		pte = READ_ONCE(*p);
-		if (!(pte & PTE_PRESENT_MASK))
-			return NULL;
-		if (level == 1 || (level <= 3 && (pte & PTE_LARGE_MASK))) {
-			uint64_t mask = (1ull << shift) - 1;
-			uint64_t gpa = (pte & GENMASK_ULL(51, 12) & ~mask) | (gva & mask & ~0xfffull);
-			uint8_t *hva = gpa2hva_safe(w->vm, gpa);
-
-			if (!hva)
-				return NULL;
-			w->page_gva = gva & ~0xfffull;
-			w->page_hva = hva;
-			return hva;
-		}
-		table = pte & GENMASK_ULL(51, 12);
-	}
-	return NULL;
-}
-
-static bool canonical(uint64_t a, int va_bits)
-{
-	return (uint64_t)((int64_t)(a << (64 - va_bits)) >> (64 - va_bits)) == a;
-}
-
-static int uwalk_chain(struct uwalk *w, uint64_t fp, uint64_t *rets, int max)
-{
-	int va_bits = w->levels == 5 ? 57 : 48, n = 0;
-	uint64_t first = fp, rec[2];
-	uint8_t *page;
-
-	while (n < max) {
-		if ((fp & 7) || !canonical(fp, va_bits) || !canonical(fp + 15, va_bits) ||
-		    (fp >> 63) != (first >> 63) || ((fp + 15) >> 63) != (first >> 63))
-			break;
-		if ((fp & 0xfff) > 0xff0)
-			break;		/* records straddling pages: not in this guest */
-		page = uwalk_page(w, fp);
-		if (!page)
-			break;
-		memcpy(rec, page + (fp & 0xfff), sizeof(rec));
-		if (!rec[1])
-			break;
-		rets[n++] = rec[1];
-		if (rec[0] <= fp || rec[0] - fp > MAX_FRAME_GAP)
-			break;
-		fp = rec[0];
-	}
-	return n;
-}
 
 static struct kvm_run *volatile sig_run;
 
@@ -471,7 +261,7 @@ static void user_sample(struct target *t)
 {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
-	struct uwalk w = { .vm = t->vm, .page_gva = 1 };
+	struct wb_uwalk w = { .vm = t->vm, .page_gva = 1 };
 	int n;
 
 	TEST_ASSERT(!ioctl(t->vcpu->fd, KVM_GET_REGS, &regs), "KVM_GET_REGS");
@@ -482,7 +272,7 @@ static void user_sample(struct target *t)
 	w.cr3 = sregs.cr3;
 	w.levels = sregs.cr4 & X86_CR4_LA57 ? 5 : 4;
 	t->ubuf[0] = regs.rip;
-	n = uwalk_chain(&w, regs.rbp, &t->ubuf[1], MAX_CHAIN - 2);
+	n = wb_uwalk_chain(&w, regs.rbp, &t->ubuf[1], WB_MAX_CHAIN - 2);
 	chain_check(&t->uchk, regs.rip, &t->ubuf[1], n);
 }
 
@@ -519,8 +309,8 @@ static void *worker(void *arg)
 	struct target *t = arg;
 	sigset_t set;
 
-	t->tid = syscall(__NR_gettid);
-	pin_to_cpu0();
+	t->tid = wb_gettid();
+	wb_pin_to_cpu(0);
 	if (t->guest) {
 		sig_run = t->vcpu->run;
 		sigemptyset(&set);
@@ -543,24 +333,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Record the chain of the spinning worker, walking its stack from leaf_fp. */
-static int ref_walk(struct target *t, uint64_t *rets, int max)
-{
-	uint64_t fp = *t->leaf_fp, *rec;
-	int n = 0;
-
-	while (n < max && fp && !(fp & 7)) {
-		rec = t->guest ? addr_gva2hva(t->vm, fp) : (uint64_t *)fp;
-		if (!rec[1])
-			break;
-		rets[n++] = rec[1];
-		if (rec[0] <= fp || rec[0] - fp > MAX_FRAME_GAP)
-			break;
-		fp = rec[0];
-	}
-	return n;
-}
-
 static void target_start(struct target *t)
 {
 	uint64_t c0 = *t->iters;
@@ -568,7 +340,7 @@ static void target_start(struct target *t)
 	*t->stop = 0;
 	sem_post(&t->go);
 	while (*t->iters == c0)
-		sleep_us(1000);
+		wb_sleep_us(1000);
 }
 
 static void target_stop(struct target *t)
@@ -593,11 +365,12 @@ static void target_join(struct target *t)
 }
 
 /* Run once, spin for a moment (warms up TCG and the MMUs), and take the reference chain. */
-static void target_prime(struct target *t, struct chainchk *ref)
+static void target_prime(struct target *t, struct wb_chainchk *ref)
 {
 	target_start(t);
-	sleep_us(50000);
-	ref->nref = ref_walk(t, ref->ref, MAX_CHAIN);
+	wb_sleep_us(50000);
+	/* The chain of the spinning worker, from its stack at leaf_fp. */
+	ref->nref = wb_walk_frames(t->guest ? t->vm : NULL, *t->leaf_fp, ref->ref, WB_MAX_CHAIN);
 	target_stop(t);
 }
 
@@ -638,7 +411,7 @@ static struct target *guest_create(int d, int lay, bool bare)
 	t->stop = addr_gva2hva(t->vm, (vm_vaddr_t)&stop_flag);
 	t->leaf_fp = addr_gva2hva(t->vm, (vm_vaddr_t)&leaf_fp);
 	t->outer_fp = addr_gva2hva(t->vm, (vm_vaddr_t)&outer_fp);
-	t->stats_fd = -1;
+	t->vstats.fd = -1;
 	target_spawn(t);
 	return t;
 }
@@ -646,10 +419,7 @@ static struct target *guest_create(int d, int lay, bool bare)
 static void guest_destroy(struct target *t)
 {
 	target_join(t);
-	if (t->stats_fd >= 0) {
-		free(t->stats_desc);
-		close(t->stats_fd);
-	}
+	wb_vstats_close(&t->vstats);
 	kvm_vm_free(t->vm);
 	free(t);
 }
@@ -691,24 +461,7 @@ static void native_destroy(struct target *t)
 /* vCPU binary stats. */
 static bool vstat(struct target *t, const char *name, uint64_t *val)
 {
-	size_t size;
-	int i;
-
-	if (t->stats_fd < 0) {
-		t->stats_fd = vcpu_get_stats_fd(t->vcpu);
-		read_stats_header(t->stats_fd, &t->stats_header);
-		t->stats_desc = read_stats_descriptors(t->stats_fd, &t->stats_header);
-	}
-	size = get_stats_descriptor_size(&t->stats_header);
-	for (i = 0; i < t->stats_header.num_desc; i++) {
-		struct kvm_stats_desc *d = (void *)t->stats_desc + i * size;
-
-		if (!strcmp(d->name, name)) {
-			read_stat_data(t->stats_fd, &t->stats_header, d, val, 1);
-			return true;
-		}
-	}
-	return false;
+	return wb_vstat(&t->vstats, t->vcpu, name, val);
 }
 
 /* perf events and their rings. */
@@ -719,15 +472,6 @@ struct pcfg {
 	uint64_t freq;
 };
 
-struct ring {
-	int fd;
-	void *base;
-	size_t len;
-	struct perf_event_mmap_page *meta;
-	uint8_t *data;
-	uint64_t size;
-};
-
 struct wres {
 	double secs;
 	double rate;		/* iterations per second */
@@ -735,7 +479,7 @@ struct wres {
 	uint64_t samples, guest, lost, throttled;
 };
 
-static void ring_open(struct ring *r, pid_t tid, const struct pcfg *c)
+static void ring_open(struct wb_ring *r, pid_t tid, const struct pcfg *c)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -750,76 +494,48 @@ static void ring_open(struct ring *r, pid_t tid, const struct pcfg *c)
 		/* Host samples of the vCPU thread: no walk of the VMM's user stack. */
 		.exclude_callchain_user = c->guest,
 	};
-	long page = getpagesize();
-
 	if (c->freq) {
 		attr.freq = 1;
 		attr.sample_freq = c->freq;
 	} else {
 		attr.sample_period = c->period_ns;
 	}
-	r->fd = syscall(__NR_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	TEST_ASSERT(r->fd >= 0, "perf_event_open() failed");
-	r->len = (1 + RING_DATA_PAGES) * page;
-	r->base = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-	TEST_ASSERT(r->base != MAP_FAILED, "mmap of the perf ring");
-	r->meta = r->base;
-	r->data = (uint8_t *)r->base + (r->meta->data_offset ? r->meta->data_offset : page);
-	r->size = r->meta->data_size ? r->meta->data_size : RING_DATA_PAGES * page;
+	wb_ring_open(r, &attr, tid, RING_DATA_PAGES);
 }
 
-static void ring_copy(struct ring *r, uint64_t pos, void *dst, size_t len)
-{
-	uint64_t off = pos & (r->size - 1);
-	size_t first = min_t(uint64_t, len, r->size - off);
+struct drain {
+	struct wres *w;
+	struct wb_chainchk *chk;
+};
 
-	memcpy(dst, r->data + off, first);
-	memcpy((uint8_t *)dst + first, r->data, len - first);
-}
-
-static void ring_drain(struct ring *r, struct wres *w, struct chainchk *chk)
+static void bench_record(void *arg, const struct perf_event_header *hdr, const uint64_t *body)
 {
-	static uint64_t buf[65536 / sizeof(uint64_t)];
-	struct perf_event_header *hdr = (void *)buf;
-	const uint64_t *body = (const uint64_t *)(hdr + 1);
-	uint64_t head = ring_buffer_read_head(r->meta), tail = r->meta->data_tail;
+	struct drain *d = arg;
+	struct wres *w = d->w;
+	struct wb_chainchk *chk = d->chk;
 	uint16_t mode;
 
-	while (head - tail >= sizeof(*hdr)) {
-		ring_copy(r, tail, hdr, sizeof(*hdr));
-		TEST_ASSERT(hdr->size >= sizeof(*hdr) && hdr->size <= head - tail,
-			    "bad perf record size %u", hdr->size);
-		ring_copy(r, tail, buf, hdr->size);
-		switch (hdr->type) {
-		case PERF_RECORD_SAMPLE:
-			w->samples++;
-			mode = hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
-			if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER)
-				w->guest++;
-			/* body: ip, nr, ips[nr]: [context, ip, rets...] */
-			if (chk && hdr->size >= sizeof(*hdr) + 2 * 8 && body[1] >= 2 &&
-			    hdr->size >= sizeof(*hdr) + (2 + body[1]) * 8 &&
-			    body[2] >= (uint64_t)PERF_CONTEXT_MAX && body[3] == body[0])
-				chain_check(chk, body[0], &body[4], body[1] - 2);
-			else if (chk)
-				chain_check(chk, body[0], NULL, 0);	/* no guest chain */
-			break;
-		case PERF_RECORD_LOST:
-			w->lost += body[1];
-			break;
-		case PERF_RECORD_THROTTLE:
-			w->throttled++;
-			break;
-		}
-		tail += hdr->size;
+	switch (hdr->type) {
+	case PERF_RECORD_SAMPLE:
+		w->samples++;
+		mode = hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+		if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER)
+			w->guest++;
+		/* body: ip, nr, ips[nr]: [context, ip, rets...] */
+		if (chk && hdr->size >= sizeof(*hdr) + 2 * 8 && body[1] >= 2 &&
+		    hdr->size >= sizeof(*hdr) + (2 + body[1]) * 8 &&
+		    body[2] >= (uint64_t)PERF_CONTEXT_MAX && body[3] == body[0])
+			chain_check(chk, body[0], &body[4], body[1] - 2);
+		else if (chk)
+			chain_check(chk, body[0], NULL, 0);	/* no guest chain */
+		break;
+	case PERF_RECORD_LOST:
+		w->lost += body[1];
+		break;
+	case PERF_RECORD_THROTTLE:
+		w->throttled++;
+		break;
 	}
-	ring_buffer_write_tail(r->meta, tail);
-}
-
-static void ring_close(struct ring *r)
-{
-	munmap(r->base, r->len);
-	close(r->fd);
 }
 
 /* The VMM sampler's timer thread. */
@@ -897,7 +613,7 @@ struct wcfg {
 	struct pcfg p;
 	uint64_t user_rate;
 	bool rbp_zero;		/* native only: outermost saved RBP 0, the walk ends in a fault */
-	struct chainchk *chk;
+	struct wb_chainchk *chk;
 };
 
 #define MAX_VARIANTS	8
@@ -907,7 +623,7 @@ static int slices = 10;
 static void run_cycle(struct target *t, const struct wcfg *cfg, int nv, int nslices,
 		      int us, struct wres *res)
 {
-	struct ring r[MAX_VARIANTS];
+	struct wb_ring r[MAX_VARIANTS];
 	uint64_t iters_acc[MAX_VARIANTS] = {}, us_acc[MAX_VARIANTS] = {};
 	double secs_acc[MAX_VARIANTS] = {};
 	int v, sl, user = -1;
@@ -928,7 +644,7 @@ static void run_cycle(struct target *t, const struct wcfg *cfg, int nv, int nsli
 	}
 
 	target_start(t);
-	sleep_us(WARMUP_US);
+	wb_sleep_us(WARMUP_US);
 	for (sl = 0; sl < nslices; sl++) {
 		for (v = 0; v < nv; v++) {
 			const struct wcfg *c = &cfg[v];
@@ -946,11 +662,11 @@ static void run_cycle(struct target *t, const struct wcfg *cfg, int nv, int nsli
 				t->usampler = 1;
 				timer_arm(1000000000ull / c->user_rate);
 			}
-			t0 = now_s();
+			t0 = wb_now_s();
 			c0 = *t->iters;
-			sleep_us(us);
+			wb_sleep_us(us);
 			c1 = *t->iters;
-			t1 = now_s();
+			t1 = wb_now_s();
 			if (c->mode == S_PERF)
 				TEST_ASSERT(!ioctl(r[v].fd, PERF_EVENT_IOC_DISABLE, 0),
 					    "PERF_EVENT_IOC_DISABLE");
@@ -972,11 +688,13 @@ static void run_cycle(struct target *t, const struct wcfg *cfg, int nv, int nsli
 		w->secs = secs_acc[v];
 		w->rate = iters_acc[v] / w->secs;
 		if (cfg[v].mode == S_PERF) {
-			ring_drain(&r[v], w, cfg[v].chk);
-			ring_close(&r[v]);
+			struct drain d = { .w = w, .chk = cfg[v].chk };
+
+			wb_ring_drain(&r[v], bench_record, &d);
+			wb_ring_close(&r[v]);
 			w->samples += w->lost;
 		} else if (cfg[v].mode == S_USER) {
-			struct chainchk *chk = cfg[v].chk;
+			struct wb_chainchk *chk = cfg[v].chk;
 
 			w->samples = w->guest = us_acc[v];
 			chk->inloop += t->uchk.inloop;
@@ -999,16 +717,6 @@ static void run_window(struct target *t, const struct wcfg *c, int us, struct wr
 static int reps = 7;
 static bool verbose;
 static bool have_knob;
-
-static void print_chain(const char *what, const uint64_t *v, int n)
-{
-	int i;
-
-	printf("  %s (%d):", what, n);
-	for (i = 0; i < n && i < 8; i++)
-		printf(" 0x%lx", v[i]);
-	printf("%s\n", n > 8 ? " ..." : "");
-}
 
 /* Section 1: loads per frame. */
 static void section_loads(void)
@@ -1040,7 +748,7 @@ static void section_loads(void)
 		const char *name = cfgs[ci].name;
 		struct wcfg c = { .mode = S_PERF,
 				  .p = { .guest = true, .callchain = true, .period_ns = PERIOD_NS } };
-		struct chainchk chk = {};
+		struct wb_chainchk chk = {};
 		struct target *t;
 		struct wres w;
 		uint64_t pages, cb, fb, lb;
@@ -1079,8 +787,8 @@ static void section_loads(void)
 		       name, d, w.samples, cb, fb, lb, pages, cb ? (double)fb / cb : 0,
 		       cb ? (double)lb / cb : 0, lpf, v2, chk.exact, chk.inloop);
 		if (chk.nbad && verbose) {
-			print_chain("expected", chk.ref, chk.nref);
-			print_chain("got", chk.bad, chk.nbad);
+			wb_print_rets("expected", chk.ref, chk.nref);
+			wb_print_rets("got", chk.bad, chk.nbad);
 		}
 		guest_destroy(t);
 	}
@@ -1094,15 +802,126 @@ static double cost_per_sample(const struct wres *base, const struct wres *w)
 	return (base->rate - w->rate) / base->rate / w->srate;
 }
 
+/* Section 2 at one depth: the targets, their chain checks, the figures per rep. */
+struct cost_run {
+	int d;
+	struct target *g, *n, *g0;
+	struct wb_chainchk gchk, nchk, n0chk, *g0chk;
+	double ratio[64], ratio0[64], gus[64], nus[64], n0us[64], gfrac[64];
+	double gbase[64], nbase[64], g0us[64], share0[64], over0[64];
+};
+
+/* Section 2, repetition @i at one depth. */
+static void cost_rep(struct cost_run *cr, int i)
+{
+	struct target *g = cr->g, *n = cr->n, *g0 = cr->g0;
+	int d = cr->d;
+	struct wcfg gN = { .mode = S_NONE };
+	struct wcfg gS = { .mode = S_PERF, .p = { .guest = true, .period_ns = PERIOD_NS } };
+	struct wcfg gC = gS;
+	struct wcfg nN = { .mode = S_NONE };
+	struct wcfg nS = { .mode = S_PERF, .p = { .period_ns = PERIOD_NS } };
+	struct wcfg nC = nS, nC0;
+	struct wcfg g0C = gC;
+	struct wres wgN, wgS, wgC, wnN, wnS, wnC, wnC0, w0N, w0S, w0C;
+
+	gC.p.callchain = true;
+	gC.chk = &cr->gchk;
+	nC.p.callchain = true;
+	nC.chk = &cr->nchk;
+	nC0 = nC;
+	nC0.rbp_zero = true;
+	nC0.chk = &cr->n0chk;
+	g0C.chk = cr->g0chk;
+	{
+		struct wcfg gv[] = { gN, gS, gC }, nv[] = { nN, nS, nC, nC0 };
+		struct wcfg g0v[] = { gN, gS, g0C };
+		struct wres gr[3], nr[4], g0r[3];
+
+		run_cycle(g, gv, 3, slices, slice_us, gr);
+		run_cycle(n, nv, 4, slices, slice_us, nr);
+		run_cycle(g0, g0v, 3, slices, slice_us, g0r);
+		wgN = gr[0], wgS = gr[1], wgC = gr[2];
+		wnN = nr[0], wnS = nr[1], wnC = nr[2], wnC0 = nr[3];
+		w0N = g0r[0], w0S = g0r[1], w0C = g0r[2];
+	}
+	cr->gus[i] = (cost_per_sample(&wgN, &wgC) - cost_per_sample(&wgN, &wgS)) * 1e6;
+	cr->nus[i] = (cost_per_sample(&wnN, &wnC) - cost_per_sample(&wnN, &wnS)) * 1e6;
+	cr->n0us[i] = (cost_per_sample(&wnN, &wnC0) - cost_per_sample(&wnN, &wnS)) * 1e6;
+	cr->g0us[i] = (cost_per_sample(&w0N, &w0C) - cost_per_sample(&w0N, &w0S)) * 1e6;
+	cr->ratio[i] = cr->nus[i] > 0 ? cr->gus[i] / cr->nus[i] : NAN;
+	cr->share0[i] = cr->gus[i] > 0 ? cr->g0us[i] / cr->gus[i] : NAN;
+	cr->over0[i] = cr->nus[i] > 0 ? cr->g0us[i] / cr->nus[i] : NAN;
+	cr->ratio0[i] = cr->n0us[i] > 0 ? cr->gus[i] / cr->n0us[i] : NAN;
+	cr->gfrac[i] = wgC.samples ? (double)wgC.guest / wgC.samples : 0;
+	cr->gbase[i] = cost_per_sample(&wgN, &wgS) * 1e6;
+	cr->nbase[i] = cost_per_sample(&wnN, &wnS) * 1e6;
+	if (verbose)
+		printf("  D=%d rep %d: guest it/s N %.0f S %.0f C %.0f smp/s S %.0f C %.0f | native it/s N %.0f S %.0f C %.0f C0 %.0f smp/s S %.0f C %.0f C0 %.0f\n",
+		       d, i, wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
+		       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
+	printf("BENCH cost_rep depth=%d rep=%d guest_unwind_us=%.3f host_unwind_us=%.3f host_rbp0_unwind_us=%.3f guest_noframe_us=%.3f ratio=%.3f ratio_rbp0=%.3f guest_sample_us=%.3f host_sample_us=%.3f guest_frac=%.3f lost=%lu throttled=%lu g_it=%.0f,%.0f,%.0f g_smp=%.0f,%.0f n_it=%.0f,%.0f,%.0f,%.0f n_smp=%.0f,%.0f,%.0f\n",
+	       d, i, cr->gus[i], cr->nus[i], cr->n0us[i], cr->g0us[i], cr->ratio[i], cr->ratio0[i],
+	       cr->gbase[i], cr->nbase[i],
+	       cr->gfrac[i], wgC.lost + wnC.lost + wnC0.lost,
+	       wgC.throttled + wnC.throttled + wnC0.throttled,
+	       wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
+	       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
+}
+
+/* Section 2 at one depth: the reps' figures, and the print-out of their spreads. */
+static void cost_summary(struct cost_run *cr)
+{
+	struct wb_spread s, s0, sg, sn, sn0, sgf, sgb, snb, sg0, ssh0, sov0;
+	int d = cr->d;
+
+	s = wb_spread_of(cr->ratio, reps);
+	s0 = wb_spread_of(cr->ratio0, reps);
+	sg = wb_spread_of(cr->gus, reps);
+	sn = wb_spread_of(cr->nus, reps);
+	sn0 = wb_spread_of(cr->n0us, reps);
+	sgf = wb_spread_of(cr->gfrac, reps);
+	sgb = wb_spread_of(cr->gbase, reps);
+	snb = wb_spread_of(cr->nbase, reps);
+	sg0 = wb_spread_of(cr->g0us, reps);
+	ssh0 = wb_spread_of(cr->share0, reps);
+	sov0 = wb_spread_of(cr->over0, reps);
+	printf("D=%-3d guest/host unwind cost %.2f [%.2f-%.2f] (%d/%d reps valid)  (vs host ending in a fault: %.2f [%.2f-%.2f])\n",
+	       d, s.med, s.min, s.max, s.n, reps, s0.med, s0.min, s0.max);
+	printf("      raw TCG us: guest unwind %.2f [%.2f-%.2f], host unwind %.2f [%.2f-%.2f], host+fault %.2f; sample w/o chain: guest %.2f host %.2f\n",
+	       sg.med, sg.min, sg.max, sn.med, sn.min, sn.max, sn0.med, sgb.med, snb.med);
+	printf("      guest samples %.1f %%; chains exact: guest %lu/%lu, host %lu/%lu, host rbp0 %lu/%lu\n",
+	       sgf.med * 100, cr->gchk.exact, cr->gchk.inloop, cr->nchk.exact, cr->nchk.inloop,
+	       cr->n0chk.exact, cr->n0chk.inloop);
+	printf("      guest callback without any guest load (RBP = 1, %.2f us): %.2f [%.2f-%.2f] of the guest unwind, %.2f [%.2f-%.2f] x the host unwind; chains exact %lu/%lu\n",
+	       sg0.med, ssh0.med, ssh0.min, ssh0.max, sov0.med, sov0.min, sov0.max,
+	       cr->g0chk->exact, cr->g0chk->inloop);
+	printf("BENCH cost depth=%d reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f ratio_rbp0_med=%.3f ratio_rbp0_min=%.3f ratio_rbp0_max=%.3f noframe_share_med=%.3f noframe_share_min=%.3f noframe_share_max=%.3f noframe_over_host_med=%.3f noframe_over_host_min=%.3f noframe_over_host_max=%.3f noframe_exact=%lu noframe_inloop=%lu guest_unwind_over_guest_sample_med=%.3f host_unwind_over_host_sample_med=%.3f guest_frac=%.3f guest_exact=%lu guest_inloop=%lu host_exact=%lu host_inloop=%lu\n",
+	       d, reps, s.n, s.med, s.min, s.max, s0.med, s0.min, s0.max,
+	       ssh0.med, ssh0.min, ssh0.max, sov0.med, sov0.min, sov0.max,
+	       cr->g0chk->exact, cr->g0chk->inloop,
+	       sgb.med > 0 ? sg.med / sgb.med : 0, snb.med > 0 ? sn.med / snb.med : 0,
+	       sgf.med, cr->gchk.exact, cr->gchk.inloop, cr->nchk.exact, cr->nchk.inloop);
+	if (verbose && cr->gchk.nbad) {
+		wb_print_rets("guest expected", cr->gchk.ref, cr->gchk.nref);
+		wb_print_rets("guest got", cr->gchk.bad, cr->gchk.nbad);
+	}
+	if (verbose && cr->nchk.nbad) {
+		wb_print_rets("host expected", cr->nchk.ref, cr->nchk.nref);
+		wb_print_rets("host got", cr->nchk.bad, cr->nchk.nbad);
+	}
+}
+
 /* Section 2: unwind cost, guest vs native. */
 static void section_cost(void)
 {
 	static const int depths[] = { 4, 16, 64 };
 	static double all_g[3][64], all_n[3][64];
+	static struct cost_run cr;
 	double slope[64];
-	struct spread ss, sg4, sg64, sn4, sn64;
+	struct wb_spread ss, sg4, sg64, sn4, sn64;
 	struct target *g0 = guest_create(3, LAYOUT_NOFRAME, false);
-	struct chainchk g0chk = {};
+	struct wb_chainchk g0chk = {};
 	int di, i;
 
 	/* The part of a guest unwind that reads no guest memory (RBP = 1). */
@@ -1112,109 +931,24 @@ static void section_cost(void)
 	       PERIOD_NS / 1000, reps, slices, slice_us / 1000);
 	printf("   cost = (loss/sample with PERF_SAMPLE_CALLCHAIN) - (loss/sample without); raw us are TCG time\n");
 	for (di = 0; di < 3; di++) {
-		int d = depths[di];
-		struct target *g = guest_create(d, LAYOUT_ONEPAGE, false);
-		struct target *n = native_create(d, LAYOUT_ONEPAGE);
-		struct chainchk gchk = {}, nchk = {}, n0chk = {};
-		double ratio[64], ratio0[64], gus[64], nus[64], n0us[64], gfrac[64];
-		double gbase[64], nbase[64], g0us[64], share0[64], over0[64];
-		struct spread s, s0, sg, sn, sn0, sgf, sgb, snb, sg0, ssh0, sov0;
+		memset(&cr, 0, sizeof(cr));
+		cr.d = depths[di];
+		cr.g = guest_create(cr.d, LAYOUT_ONEPAGE, false);
+		cr.n = native_create(cr.d, LAYOUT_ONEPAGE);
+		cr.g0 = g0;
+		cr.g0chk = &g0chk;
 
-		target_prime(g, &gchk);
-		target_prime(n, &nchk);
-		n0chk = nchk;
+		target_prime(cr.g, &cr.gchk);
+		target_prime(cr.n, &cr.nchk);
+		cr.n0chk = cr.nchk;
 		g0chk.exact = g0chk.inloop = 0;
-		for (i = 0; i < reps; i++) {
-			struct wcfg gN = { .mode = S_NONE };
-			struct wcfg gS = { .mode = S_PERF, .p = { .guest = true, .period_ns = PERIOD_NS } };
-			struct wcfg gC = gS;
-			struct wcfg nN = { .mode = S_NONE };
-			struct wcfg nS = { .mode = S_PERF, .p = { .period_ns = PERIOD_NS } };
-			struct wcfg nC = nS, nC0;
-			struct wcfg g0C = gC;
-			struct wres wgN, wgS, wgC, wnN, wnS, wnC, wnC0, w0N, w0S, w0C;
-
-			gC.p.callchain = true;
-			gC.chk = &gchk;
-			nC.p.callchain = true;
-			nC.chk = &nchk;
-			nC0 = nC;
-			nC0.rbp_zero = true;
-			nC0.chk = &n0chk;
-			g0C.chk = &g0chk;
-			{
-				struct wcfg gv[] = { gN, gS, gC }, nv[] = { nN, nS, nC, nC0 };
-				struct wcfg g0v[] = { gN, gS, g0C };
-				struct wres gr[3], nr[4], g0r[3];
-
-				run_cycle(g, gv, 3, slices, slice_us, gr);
-				run_cycle(n, nv, 4, slices, slice_us, nr);
-				run_cycle(g0, g0v, 3, slices, slice_us, g0r);
-				wgN = gr[0], wgS = gr[1], wgC = gr[2];
-				wnN = nr[0], wnS = nr[1], wnC = nr[2], wnC0 = nr[3];
-				w0N = g0r[0], w0S = g0r[1], w0C = g0r[2];
-			}
-			gus[i] = (cost_per_sample(&wgN, &wgC) - cost_per_sample(&wgN, &wgS)) * 1e6;
-			nus[i] = (cost_per_sample(&wnN, &wnC) - cost_per_sample(&wnN, &wnS)) * 1e6;
-			n0us[i] = (cost_per_sample(&wnN, &wnC0) - cost_per_sample(&wnN, &wnS)) * 1e6;
-			g0us[i] = (cost_per_sample(&w0N, &w0C) - cost_per_sample(&w0N, &w0S)) * 1e6;
-			ratio[i] = nus[i] > 0 ? gus[i] / nus[i] : NAN;
-			share0[i] = gus[i] > 0 ? g0us[i] / gus[i] : NAN;
-			over0[i] = nus[i] > 0 ? g0us[i] / nus[i] : NAN;
-			ratio0[i] = n0us[i] > 0 ? gus[i] / n0us[i] : NAN;
-			gfrac[i] = wgC.samples ? (double)wgC.guest / wgC.samples : 0;
-			gbase[i] = cost_per_sample(&wgN, &wgS) * 1e6;
-			nbase[i] = cost_per_sample(&wnN, &wnS) * 1e6;
-			if (verbose)
-				printf("  D=%d rep %d: guest it/s N %.0f S %.0f C %.0f smp/s S %.0f C %.0f | native it/s N %.0f S %.0f C %.0f C0 %.0f smp/s S %.0f C %.0f C0 %.0f\n",
-				       d, i, wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
-				       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
-			printf("BENCH cost_rep depth=%d rep=%d guest_unwind_us=%.3f host_unwind_us=%.3f host_rbp0_unwind_us=%.3f guest_noframe_us=%.3f ratio=%.3f ratio_rbp0=%.3f guest_sample_us=%.3f host_sample_us=%.3f guest_frac=%.3f lost=%lu throttled=%lu g_it=%.0f,%.0f,%.0f g_smp=%.0f,%.0f n_it=%.0f,%.0f,%.0f,%.0f n_smp=%.0f,%.0f,%.0f\n",
-			       d, i, gus[i], nus[i], n0us[i], g0us[i], ratio[i], ratio0[i], gbase[i], nbase[i],
-			       gfrac[i], wgC.lost + wnC.lost + wnC0.lost,
-			       wgC.throttled + wnC.throttled + wnC0.throttled,
-			       wgN.rate, wgS.rate, wgC.rate, wgS.srate, wgC.srate,
-			       wnN.rate, wnS.rate, wnC.rate, wnC0.rate, wnS.srate, wnC.srate, wnC0.srate);
-		}
-		s = spread_of(ratio, reps);
-		s0 = spread_of(ratio0, reps);
-		sg = spread_of(gus, reps);
-		sn = spread_of(nus, reps);
-		sn0 = spread_of(n0us, reps);
-		sgf = spread_of(gfrac, reps);
-		sgb = spread_of(gbase, reps);
-		snb = spread_of(nbase, reps);
-		sg0 = spread_of(g0us, reps);
-		ssh0 = spread_of(share0, reps);
-		sov0 = spread_of(over0, reps);
-		printf("D=%-3d guest/host unwind cost %.2f [%.2f-%.2f] (%d/%d reps valid)  (vs host ending in a fault: %.2f [%.2f-%.2f])\n",
-		       d, s.med, s.min, s.max, s.n, reps, s0.med, s0.min, s0.max);
-		printf("      raw TCG us: guest unwind %.2f [%.2f-%.2f], host unwind %.2f [%.2f-%.2f], host+fault %.2f; sample w/o chain: guest %.2f host %.2f\n",
-		       sg.med, sg.min, sg.max, sn.med, sn.min, sn.max, sn0.med, sgb.med, snb.med);
-		printf("      guest samples %.1f %%; chains exact: guest %lu/%lu, host %lu/%lu, host rbp0 %lu/%lu\n",
-		       sgf.med * 100, gchk.exact, gchk.inloop, nchk.exact, nchk.inloop,
-		       n0chk.exact, n0chk.inloop);
-		printf("      guest callback without any guest load (RBP = 1, %.2f us): %.2f [%.2f-%.2f] of the guest unwind, %.2f [%.2f-%.2f] x the host unwind; chains exact %lu/%lu\n",
-		       sg0.med, ssh0.med, ssh0.min, ssh0.max, sov0.med, sov0.min, sov0.max,
-		       g0chk.exact, g0chk.inloop);
-		printf("BENCH cost depth=%d reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f ratio_rbp0_med=%.3f ratio_rbp0_min=%.3f ratio_rbp0_max=%.3f noframe_share_med=%.3f noframe_share_min=%.3f noframe_share_max=%.3f noframe_over_host_med=%.3f noframe_over_host_min=%.3f noframe_over_host_max=%.3f noframe_exact=%lu noframe_inloop=%lu guest_unwind_over_guest_sample_med=%.3f host_unwind_over_host_sample_med=%.3f guest_frac=%.3f guest_exact=%lu guest_inloop=%lu host_exact=%lu host_inloop=%lu\n",
-		       d, reps, s.n, s.med, s.min, s.max, s0.med, s0.min, s0.max,
-		       ssh0.med, ssh0.min, ssh0.max, sov0.med, sov0.min, sov0.max,
-		       g0chk.exact, g0chk.inloop,
-		       sgb.med > 0 ? sg.med / sgb.med : 0, snb.med > 0 ? sn.med / snb.med : 0,
-		       sgf.med, gchk.exact, gchk.inloop, nchk.exact, nchk.inloop);
-		if (verbose && gchk.nbad) {
-			print_chain("guest expected", gchk.ref, gchk.nref);
-			print_chain("guest got", gchk.bad, gchk.nbad);
-		}
-		if (verbose && nchk.nbad) {
-			print_chain("host expected", nchk.ref, nchk.nref);
-			print_chain("host got", nchk.bad, nchk.nbad);
-		}
-		memcpy(all_g[di], gus, sizeof(all_g[di]));
-		memcpy(all_n[di], nus, sizeof(all_n[di]));
-		native_destroy(n);
-		guest_destroy(g);
+		for (i = 0; i < reps; i++)
+			cost_rep(&cr, i);
+		cost_summary(&cr);
+		memcpy(all_g[di], cr.gus, sizeof(all_g[di]));
+		memcpy(all_n[di], cr.nus, sizeof(all_n[di]));
+		native_destroy(cr.n);
+		guest_destroy(cr.g);
 	}
 	/*
 	 * The marginal cost of one more frame, from D=4 to D=64: it leaves out
@@ -1225,11 +959,11 @@ static void section_cost(void)
 
 		slope[i] = dn > 0 ? (all_g[2][i] - all_g[0][i]) / dn : NAN;
 	}
-	ss = spread_of(slope, reps);
-	sg4 = spread_of(all_g[0], reps);
-	sg64 = spread_of(all_g[2], reps);
-	sn4 = spread_of(all_n[0], reps);
-	sn64 = spread_of(all_n[2], reps);
+	ss = wb_spread_of(slope, reps);
+	sg4 = wb_spread_of(all_g[0], reps);
+	sg64 = wb_spread_of(all_g[2], reps);
+	sn4 = wb_spread_of(all_n[0], reps);
+	sn64 = wb_spread_of(all_n[2], reps);
 	printf("per extra frame (D=4 -> 64): guest/host %.2f [%.2f-%.2f] (%d/%d reps valid); ratio of medians %.2f\n",
 	       ss.med, ss.min, ss.max, ss.n, reps,
 	       (sg64.med - sg4.med) / (sn64.med - sn4.med));
@@ -1245,7 +979,7 @@ static void section_cost(void)
 
 		slope[i] = per_frame > 0 ? (all_g[0][i] - 4 * per_frame) / per_frame : NAN;
 	}
-	ss = spread_of(slope, reps);
+	ss = wb_spread_of(slope, reps);
 	printf("guest cost that does not depend on D (the page walk): %.1f [%.1f-%.1f] frame reads; share of the guest unwind: D=4 %.2f, D=64 %.2f\n",
 	       ss.med, ss.min, ss.max,
 	       (sg4.med - 4 * (sg64.med - sg4.med) / 60) / sg4.med,
@@ -1268,7 +1002,7 @@ static void section_sampler(void)
 	static double kloss[NR_SRATES][64], uloss[NR_SRATES][64], ratio[NR_SRATES][64];
 	static double kach[NR_SRATES][64], uach[NR_SRATES][64];
 	struct target *g = guest_create(SAMPLER_DEPTH, LAYOUT_ONEPAGE, false);
-	struct chainchk kchk = {}, uchk;
+	struct wb_chainchk kchk = {}, uchk;
 	int kmax = 0, umax = 0, i, ri;
 	bool same;
 
@@ -1313,9 +1047,9 @@ static void section_sampler(void)
 	printf("%8s | %-22s %-22s | %-10s %-10s | %s\n", "rate/s", "kernel loss %", "VMM loss %",
 	       "kern smp/s", "VMM smp/s", "VMM/kernel loss per sample");
 	for (ri = 0; ri < NR_SRATES; ri++) {
-		struct spread k = spread_of(kloss[ri], reps), u = spread_of(uloss[ri], reps);
-		struct spread r = spread_of(ratio[ri], reps);
-		struct spread ka = spread_of(kach[ri], reps), ua = spread_of(uach[ri], reps);
+		struct wb_spread k = wb_spread_of(kloss[ri], reps), u = wb_spread_of(uloss[ri], reps);
+		struct wb_spread r = wb_spread_of(ratio[ri], reps);
+		struct wb_spread ka = wb_spread_of(kach[ri], reps), ua = wb_spread_of(uach[ri], reps);
 
 		printf("%8lu | %5.1f [%5.1f-%5.1f]    %5.1f [%5.1f-%5.1f]    | %10.0f %10.0f | %.2f [%.2f-%.2f]\n",
 		       sampler_rates[ri], k.med * 100, k.min * 100, k.max * 100,
@@ -1334,11 +1068,11 @@ static void section_sampler(void)
 	       kmax, umax);
 	printf("chains (IP in the leaf loop) equal to the reference walk: kernel %lu/%lu, VMM %lu/%lu -> %s\n",
 	       kchk.exact, kchk.inloop, uchk.exact, uchk.inloop, same ? "same chains" : "DIFFERENT");
-	print_chain("reference", kchk.ref, kchk.nref);
+	wb_print_rets("reference", kchk.ref, kchk.nref);
 	if (kchk.nbad)
-		print_chain("kernel mismatch", kchk.bad, kchk.nbad);
+		wb_print_rets("kernel mismatch", kchk.bad, kchk.nbad);
 	if (uchk.nbad)
-		print_chain("VMM mismatch", uchk.bad, uchk.nbad);
+		wb_print_rets("VMM mismatch", uchk.bad, uchk.nbad);
 	printf("BENCH sampler_max kern_max_rate=%d user_max_rate=%d ladder_max=%lu timer_fifo=%d\n", kmax, umax,
 	       sampler_rates[NR_SRATES - 1], timer_fifo);
 	printf("BENCH sampler_chains kern_exact=%lu kern_inloop=%lu user_exact=%lu user_inloop=%lu depth=%d same=%d\n",
@@ -1353,8 +1087,8 @@ static void section_maxrate(void)
 {
 	static double after[2][64], ach[2][64], loss[2][64];
 	struct target *g = guest_create(SAMPLER_DEPTH, LAYOUT_ONEPAGE, false);
-	struct chainchk chk = {};
-	long before0 = read_long(MAX_RATE_PATH);
+	struct wb_chainchk chk = {};
+	long before0 = wb_read_long(MAX_RATE_PATH);
 	int i, cc;
 
 	printf("\n== 4. kernel.perf_event_max_sample_rate after runs at sample_freq=100000 (D=%d, %d x %d ms) ==\n",
@@ -1369,10 +1103,10 @@ static void section_maxrate(void)
 			long before, aft;
 
 			run_window(g, &n, MAXRATE_WINDOW_US / 2, &wn);
-			TEST_ASSERT(write_file(MAX_RATE_PATH, "100000"), "cannot write %s", MAX_RATE_PATH);
-			before = read_long(MAX_RATE_PATH);
+			TEST_ASSERT(wb_write_file(MAX_RATE_PATH, "100000"), "cannot write %s", MAX_RATE_PATH);
+			before = wb_read_long(MAX_RATE_PATH);
 			run_window(g, &f, MAXRATE_WINDOW_US, &wf);
-			aft = read_long(MAX_RATE_PATH);
+			aft = wb_read_long(MAX_RATE_PATH);
 			after[cc][i] = aft;
 			ach[cc][i] = wf.srate;
 			loss[cc][i] = (wn.rate - wf.rate) / wn.rate;
@@ -1381,8 +1115,8 @@ static void section_maxrate(void)
 		}
 	}
 	for (cc = 0; cc < 2; cc++) {
-		struct spread a = spread_of(after[cc], MAXRATE_REPS), s = spread_of(ach[cc], MAXRATE_REPS);
-		struct spread l = spread_of(loss[cc], MAXRATE_REPS);
+		struct wb_spread a = wb_spread_of(after[cc], MAXRATE_REPS), s = wb_spread_of(ach[cc], MAXRATE_REPS);
+		struct wb_spread l = wb_spread_of(loss[cc], MAXRATE_REPS);
 
 		printf("%-22s max_sample_rate after: %.0f [%.0f-%.0f]; samples/s delivered %.0f [%.0f-%.0f]; guest loss %.1f %%\n",
 		       cc ? "with guest callchains" : "without callchains", a.med, a.min, a.max,
@@ -1394,7 +1128,7 @@ static void section_maxrate(void)
 		char buf[32];
 
 		snprintf(buf, sizeof(buf), "%ld", before0);
-		write_file(MAX_RATE_PATH, buf);
+		wb_write_file(MAX_RATE_PATH, buf);
 	}
 	guest_destroy(g);
 }
@@ -1403,7 +1137,7 @@ int main(int argc, char *argv[])
 {
 	const char *sections = "1234";
 	struct utsname uts;
-	double start = now_s();
+	double start = wb_now_s();
 	int opt;
 
 	while ((opt = getopt(argc, argv, "r:w:n:s:v")) != -1) {
@@ -1433,20 +1167,20 @@ int main(int argc, char *argv[])
 	TEST_ASSERT(slices >= 1 && slice_us >= 1000, "bad slices");
 
 	close(open_kvm_dev_path_or_exit());
-	have_knob = !access(KNOB_PATH, F_OK);
-	if (have_knob && !write_file(KNOB_PATH, "Y"))
-		printf("cannot write Y to %s\n", KNOB_PATH);
+	have_knob = !access(WB_KNOB_PATH, F_OK);
+	if (have_knob && !wb_write_file(WB_KNOB_PATH, "Y"))
+		printf("cannot write Y to %s\n", WB_KNOB_PATH);
 	if (!have_knob)
 		printf("no %s: this kernel has no guest callchains; guest chains will be empty\n",
-		       KNOB_PATH);
-	write_file(MAX_RATE_PATH, "100000");
+		       WB_KNOB_PATH);
+	wb_write_file(MAX_RATE_PATH, "100000");
 	uname(&uts);
 	printf("guest_bench: kernel %s, %ld CPU(s), guest_callchains=%s, max_sample_rate %ld, %d reps of %d x %d ms slices\n",
-	       uts.release, sysconf(_SC_NPROCESSORS_ONLN), have_knob ? (read_long(KNOB_PATH) ? "Y" : "N") : "absent",
-	       read_long(MAX_RATE_PATH), reps, slices, slice_us / 1000);
+	       uts.release, sysconf(_SC_NPROCESSORS_ONLN), have_knob ? (wb_read_long(WB_KNOB_PATH) ? "Y" : "N") : "absent",
+	       wb_read_long(MAX_RATE_PATH), reps, slices, slice_us / 1000);
 	printf("BENCH meta kernel=%s cpus=%ld knob=%s reps=%d slices=%d slice_ms=%d period_us=%d\n",
 	       uts.release, sysconf(_SC_NPROCESSORS_ONLN),
-	       have_knob ? (read_long(KNOB_PATH) ? "Y" : "N") : "absent", reps, slices, slice_us / 1000,
+	       have_knob ? (wb_read_long(WB_KNOB_PATH) ? "Y" : "N") : "absent", reps, slices, slice_us / 1000,
 	       PERIOD_NS / 1000);
 
 	timer_init();
@@ -1459,7 +1193,7 @@ int main(int argc, char *argv[])
 	if (strchr(sections, '4'))
 		section_maxrate();
 	timer_exit();
-	printf("\nguest_bench: done in %.0f s\n", now_s() - start);
-	printf("BENCH done secs=%.0f\n", now_s() - start);
+	printf("\nguest_bench: done in %.0f s\n", wb_now_s() - start);
+	printf("BENCH done secs=%.0f\n", wb_now_s() - start);
 	return 0;
 }

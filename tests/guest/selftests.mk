@@ -2,12 +2,29 @@
 # Appended to tools/testing/selftests/kvm/Makefile with 'make -f Makefile -f',
 # so that the workbench's guest programs build with the KVM selftests
 # library and its exact flags.  Frame pointers everywhere, leaf included.
+#
+# A program is one file, tests/guest/<name>.c, or a directory of files,
+# tests/guest/<dir>/*.c, built as guest_<dir> (tests/guest/hostile/ is
+# guest_hostile).  All programs but those in WB_NOLIB also link the
+# workbench's library, tests/guest/lib/*.c.
 WB_DIR := $(dir $(lastword $(MAKEFILE_LIST)))
-WB_PROGS := $(patsubst $(WB_DIR)%.c,$(OUTPUT)/wb/%,$(wildcard $(WB_DIR)*.c))
+WB_LIB := $(wildcard $(WB_DIR)lib/*.c)
+WB_HDRS := $(wildcard $(WB_DIR)lib/*.h $(WB_DIR)*/*.h)
+WB_DIRS := $(filter-out lib,$(notdir $(patsubst %/,%,$(wildcard $(WB_DIR)*/))))
+WB_MULTI := $(patsubst %,guest_%,$(WB_DIRS))
+WB_ONE := $(filter-out $(WB_MULTI),$(patsubst $(WB_DIR)%.c,%,$(wildcard $(WB_DIR)*.c)))
+WB_NOLIB := guest_spin
+WB_PROGS := $(patsubst %,$(OUTPUT)/wb/%,$(WB_ONE) $(WB_MULTI))
 
-$(OUTPUT)/wb/%: $(WB_DIR)%.c $(LIBKVM_OBJS)
+$(foreach p,$(WB_ONE),$(eval $(OUTPUT)/wb/$(p): $(WB_DIR)$(p).c))
+$(foreach d,$(WB_DIRS),$(eval $(OUTPUT)/wb/guest_$(d): $(wildcard $(WB_DIR)$(d)/*.c)))
+$(foreach p,$(filter-out $(WB_NOLIB),$(WB_ONE) $(WB_MULTI)),\
+	$(eval $(OUTPUT)/wb/$(p): $(WB_LIB) $(WB_HDRS)))
+
+$(WB_PROGS): $(LIBKVM_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
-		$(CPPFLAGS) $(LDFLAGS) $< $(LIBKVM_OBJS) $(LDLIBS) -o $@
+		-I$(WB_DIR)lib $(CPPFLAGS) $(LDFLAGS) $(filter %.c,$^) \
+		$(LIBKVM_OBJS) $(LDLIBS) -o $@
 
 wb-progs: $(WB_PROGS)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Hostile-guest scenario: /wb/guest_hostile (tests/guest/guest_hostile.c)
+# Hostile-guest scenario: /wb/guest_hostile (tests/guest/hostile/*.c)
 # samples guests whose frame chains and page tables are crafted to break the
 # guest callchain unwinder, with racing vCPUs, memslot updates, knob toggles
 # and VM teardown, and checks every guest callchain against the unwinder's
