@@ -17,10 +17,9 @@ kernel=$(image_of "$kname")
 arch_load "$(arch_of "$kname")"
 [ -n "$arch_qemu" ] || { echo "vm: scripts/arch/$arch.sh says no QEMU: the test VM does not run on $arch" >&2; exit 1; }
 stall=${WB_STALL:-120}
-# The VM's CPUs.  One by default: in the one run with two, the hostile
-# scenario's second guest user-mode case hung the VM (vCPU 0 stayed in the
-# nested guest's CPL3 spin loop and L1 never got it back; see the README).
-cpus=${WB_CPUS:-1}
+# The VM's CPUs: two, so that the hostile scenario's racing vCPUs really
+# run in parallel (check_vm.sh asserts that L1 brought both up).
+cpus=${WB_CPUS:-2}
 mkdir -p "$out"
 rm -rf "${out:?}"/*
 mon=$(mktemp -d)
