@@ -42,6 +42,8 @@ struct frame_case {
 	uint64_t map[2];
 	/* a GVA backed by a GPA of no memslot, if alias_gva */
 	uint64_t alias_gva, alias_gpa;
+	/* a mapped GVA whose page belongs to the other mode, if other_mode */
+	uint64_t other_mode;
 	/* in order, up to the first all-zero one */
 	struct store st[4];
 	uint64_t rbp;
@@ -188,6 +190,18 @@ static const struct frame_case kernel_frames[] = {
 		.st = { REC(A(14), A(14) + FRAME_MAX_GAP + 8, R1),
 			REC(A(14) + FRAME_MAX_GAP + 8, 0, R9) },
 		.rbp = A(14), .rets = { R1 },
+	}, {
+		/* A = {U, R1}, U in a user page: R1 only, the user record is not read. */
+		.name = "1 frames: kernel mode, next in a user page",
+		.map = { TAIL_PAGE(15), NEXT_2M(15) }, .other_mode = NEXT_2M(15),
+		.st = { REC(A(15), NEXT_2M(15) + 0x100, R1), REC(NEXT_2M(15) + 0x100, 0, R9) },
+		.rbp = A(15), .rets = { R1 },
+	}, {
+		/* RBP still the user's, as at a system call entry: the IP only. */
+		.name = "1 frames: kernel mode, RBP in a user page",
+		.map = { TAIL_PAGE(16) }, .other_mode = TAIL_PAGE(16),
+		.st = { REC(A(16), A(16) + 0x100, R9), REC(A(16) + 0x100, 0, R9) },
+		.rbp = A(16),
 	},
 };
 
@@ -209,6 +223,17 @@ static const struct frame_case user_frames[] = {
 		.name = "1 frames: user mode, RBP in the upper half",
 		.st = { REC(HIGH_BASE_PAGE + 0x800, HIGH_BASE_PAGE + 0x900, R9) },
 		.rbp = HIGH_BASE_PAGE + 0x800,
+	}, {
+		/* A = {S, R1}, S in a supervisor page: R1 only, S is not read. */
+		.name = "1 frames: user mode, next in a supervisor page",
+		.map = { TAIL_PAGE(2), NEXT_2M(2) }, .other_mode = NEXT_2M(2),
+		.st = { REC(A(2), NEXT_2M(2) + 0x100, R1), REC(NEXT_2M(2) + 0x100, 0, R9) },
+		.rbp = A(2), .rets = { R1 },
+	}, {
+		.name = "1 frames: user mode, RBP in a supervisor page",
+		.map = { TAIL_PAGE(3) }, .other_mode = TAIL_PAGE(3),
+		.st = { REC(A(3), A(3) + 0x100, R9), REC(A(3) + 0x100, 0, R9) },
+		.rbp = A(3),
 	},
 };
 
@@ -253,6 +278,10 @@ static void run_frames(const struct frame_case *tbl, int nr, const uint64_t *pag
 	}
 	if (user)
 		wb_vcpu_set_user_mode(vm, vcpu);
+	/* After wb_vcpu_set_user_mode(), which makes every page a user page. */
+	for (i = 0; i < nr; i++)
+		if (tbl[i].other_mode)
+			wb_page_set_user(vm, tbl[i].other_mode, !user);
 	for (i = 0; i < nr; i++)
 		report(list[i], run_case(list[i], vm, &vcpu, 1, NULL));
 	kvm_vm_free(vm);

@@ -44,8 +44,12 @@ static void three_frames32(struct kvm_vm *vm, vm_paddr_t gpa, uint32_t a)
 	wb_put_rec32(vm, gpa + 0x200, 0, R3);
 }
 
-/* Map @gva to @gpa with a 4K page in the PAE or 32-bit tables at @root. */
-static void map32(struct kvm_vm *vm, vm_paddr_t root, bool pae, uint32_t gva, vm_paddr_t gpa)
+/*
+ * Map @gva to @gpa with a 4K page in the PAE or 32-bit tables at @root;
+ * @user (0 or PTE_USER_MASK) goes into the PTE and the PDE.
+ */
+static void map32(struct kvm_vm *vm, vm_paddr_t root, bool pae, uint32_t gva, vm_paddr_t gpa,
+		  uint64_t user)
 {
 	uint64_t *pdpt, *pd, *pt, *e;
 	uint32_t *pd32, *pt32, *e32;
@@ -60,21 +64,23 @@ static void map32(struct kvm_vm *vm, vm_paddr_t root, bool pae, uint32_t gva, vm
 		if (!(*e & PTE_PRESENT_MASK))
 			*e = wb_new_page(vm) | PTE_PRESENT_MASK | PTE_WRITABLE_MASK;
 		pt = addr_gpa2hva(vm, *e & PHYSICAL_PAGE_MASK);
-		pt[(gva >> 12) & 511] = gpa | PTE_PRESENT_MASK | PTE_WRITABLE_MASK;
+		*e |= user;
+		pt[(gva >> 12) & 511] = gpa | PTE_PRESENT_MASK | PTE_WRITABLE_MASK | user;
 		return;
 	}
 	pd32 = addr_gpa2hva(vm, root);
 	e32 = &pd32[gva >> 22];
 	if (!(*e32 & PTE_PRESENT_MASK))
 		*e32 = wb_new_page(vm) | PTE_PRESENT_MASK | PTE_WRITABLE_MASK;
+	*e32 |= user;
 	pt32 = addr_gpa2hva(vm, *e32 & 0xfffff000u);
-	pt32[(gva >> 12) & 1023] = gpa | PTE_PRESENT_MASK | PTE_WRITABLE_MASK;
+	pt32[(gva >> 12) & 1023] = gpa | PTE_PRESENT_MASK | PTE_WRITABLE_MASK | user;
 }
 
 struct legacy {
 	struct hcase *c;
 	uint64_t cr0, cr3, cr4, efer;
-	bool compat;
+	bool compat, user;
 	uint64_t rip;
 };
 
@@ -102,6 +108,12 @@ static void set_mode(struct kvm_vcpu *vcpu, const struct kvm_sregs *lm, const st
 		sregs.fs = data;
 		sregs.gs = data;
 		sregs.ss = data;
+	}
+	if (l->user) {	/* CPL3: CS.RPL and SS.DPL */
+		code.selector |= 3;
+		code.dpl = 3;
+		sregs.ss.selector |= 3;
+		sregs.ss.dpl = 3;
 	}
 	sregs.cs = code;
 	vcpu_sregs_set(vcpu, &sregs);
@@ -201,7 +213,7 @@ static void leg_pse(struct kvm_vm *vm, struct leg_ctx *x, struct legacy *l,
 	int k;
 
 	x->pd32 = wb_new_page(vm);
-	map32(vm, x->pd32, false, L_CODE_GVA, x->code);
+	map32(vm, x->pd32, false, L_CODE_GVA, x->code, 0);
 	vm_userspace_mem_region_add(vm, VM_MEM_SRC_ANONYMOUS, L_4M_GPA, L_4M_SLOT,
 				    SZ_4M / PAGE_SIZE, 0);
 	memset(addr_gpa2hva(vm, L_4M_GPA), 0, SZ_4M);
@@ -244,10 +256,10 @@ static void leg_pae(struct kvm_vm *vm, struct leg_ctx *x, struct legacy *l,
 
 	pdpt_c = wb_new_page(vm);
 	x->pdpt_c_p = addr_gpa2hva(vm, pdpt_c);
-	map32(vm, pdpt_c, true, L_CODE_GVA, x->code);
+	map32(vm, pdpt_c, true, L_CODE_GVA, x->code, 0);
 	a = 1u << 30 | L_FRAME_GVA;
 	fr = wb_new_page(vm);
-	map32(vm, pdpt_c, true, a, fr);
+	map32(vm, pdpt_c, true, a, fr, 0);
 	three_frames32(vm, fr + 0x800, a + 0x800);
 	x->pae_valid = legacy_case(l, new_exact(lc->name, a + 0x800, 3, R1, R2, R3), L_CODE_GVA);
 	x->pdpte_before[0] = x->pdpt_c_p[0];
@@ -273,7 +285,7 @@ static void leg_pae_rsvd(struct kvm_vm *vm, struct leg_ctx *x, struct legacy *l,
 	if (!x->pdpt) {
 		x->pdpt = wb_new_page(vm);
 		pdpt_p = addr_gpa2hva(vm, x->pdpt);
-		map32(vm, x->pdpt, true, L_CODE_GVA, x->code);
+		map32(vm, x->pdpt, true, L_CODE_GVA, x->code, 0);
 		TEST_ASSERT_EQ(vm_phy_page_alloc(vm, 0, 0), 0);
 		TEST_ASSERT_EQ(vm_phy_page_alloc(vm, 0x1000, 0), 0x1000);
 		memset(addr_gpa2hva(vm, 0), 0, 2 * PAGE_SIZE);
@@ -283,7 +295,7 @@ static void leg_pae_rsvd(struct kvm_vm *vm, struct leg_ctx *x, struct legacy *l,
 	}
 	a = (uint32_t)lc->pdpte << 30 | L_FRAME_GVA;
 	fr = wb_new_page(vm);
-	map32(vm, x->pdpt, true, a, fr);
+	map32(vm, x->pdpt, true, a, fr, 0);
 	three_frames32(vm, fr + 0x800, a + 0x800);
 	legacy_case(l, new_exact(lc->name, a + 0x800, 0), L_CODE_GVA);
 	l->cr0 = LEG_CR0 | X86_CR0_PG;
@@ -302,19 +314,41 @@ static void leg_pae_rsvd_bit13(struct kvm_vm *vm, struct leg_ctx *x, struct lega
 	uint32_t a;
 
 	pdpt2 = wb_new_page(vm);
-	map32(vm, pdpt2, true, L_CODE_GVA, x->code);
+	map32(vm, pdpt2, true, L_CODE_GVA, x->code, 0);
 	do {
 		pd = wb_new_page(vm);
 	} while (!(pd & BIT_ULL(13)));
 	((uint64_t *)addr_gpa2hva(vm, pdpt2))[1] = pd | PTE_PRESENT_MASK | PDPTE_RSVD7;
 	a = 1u << 30 | L_FRAME_GVA;
 	fr = wb_new_page(vm);
-	map32(vm, pdpt2, true, a, fr);
+	map32(vm, pdpt2, true, a, fr, 0);
 	three_frames32(vm, fr + 0x800, a + 0x800);
 	legacy_case(l, new_exact(lc->name, a + 0x800, 0), L_CODE_GVA);
 	l->cr0 = LEG_CR0 | X86_CR0_PG;
 	l->cr3 = pdpt2;
 	l->cr4 = X86_CR4_PAE;
+}
+
+/*
+ * 32-bit paging at CPL3: A = {S, R1} in a user page, S in a supervisor
+ * page of the same page table.  A 32-bit user chain may point anywhere
+ * below 4 GiB, guest kernel memory included: R1 only, S is not read.
+ */
+static void leg_user(struct kvm_vm *vm, struct leg_ctx *x, struct legacy *l,
+		     const struct leg_case *lc)
+{
+	vm_paddr_t pd = wb_new_page(vm), fr = wb_new_page(vm), kfr = wb_new_page(vm);
+	uint32_t a = L_FRAME_GVA + 0x800, sup = L_FRAME_GVA + PAGE_SIZE + 0x100;
+
+	map32(vm, pd, false, L_CODE_GVA, x->code, PTE_USER_MASK);
+	map32(vm, pd, false, L_FRAME_GVA, fr, PTE_USER_MASK);
+	map32(vm, pd, false, L_FRAME_GVA + PAGE_SIZE, kfr, 0);
+	wb_put_rec32(vm, fr + 0x800, sup, R1);
+	wb_put_rec32(vm, kfr + 0x100, 0, R9);
+	legacy_case(l, new_exact(lc->name, a, 1, R1), L_CODE_GVA)->marker = PERF_CONTEXT_GUEST_USER;
+	l->user = true;
+	l->cr0 = LEG_CR0 | X86_CR0_PG;
+	l->cr3 = pd;
 }
 
 static const struct leg_case leg_cases[] = {
@@ -323,6 +357,7 @@ static const struct leg_case leg_cases[] = {
 	{ "2 modes: paging off, record crossing 4 GiB", leg_cross_4g },
 	{ "2 modes: 32-bit paging, stack in a 4M page", leg_pse },
 	{ "2 modes: 32-bit paging, CR4.PSE=0 ignores PDE.PS", leg_no_pse },
+	{ "2 modes: 32-bit paging, CPL3, next in a supervisor page", leg_user },
 	{ "2 modes: PAE, EBP chain", leg_pae },
 	{ "2 modes: PAE, PDPTE with reserved bit 1", leg_pae_rsvd, 1 },
 	{ "2 modes: PAE, PDPTE with reserved bit 7", leg_pae_rsvd, 2 },

@@ -119,6 +119,22 @@ void wb_pgtable_make_user(struct kvm_vm *vm, vm_paddr_t table, int level)
 }
 
 /*
+ * Make the page at @gva a user page (U/S set at every level, as the CPU
+ * requires), or a supervisor page (U/S clear in its 4K PTE).
+ */
+void wb_page_set_user(struct kvm_vm *vm, uint64_t gva, bool user)
+{
+	int level;
+
+	if (!user) {
+		*wb_pte_of(vm, gva, PG_LEVEL_4K) &= ~PTE_USER_MASK;
+		return;
+	}
+	for (level = PG_LEVEL_512G; level >= PG_LEVEL_4K; level--)
+		*wb_pte_of(vm, gva, level) |= PTE_USER_MASK;
+}
+
+/*
  * Start the vCPU at CPL3: user segments, user-accessible page tables, and
  * IOPL=3 so that the guest can do ucalls (port I/O) without leaving CPL3.
  */

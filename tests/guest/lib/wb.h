@@ -157,6 +157,7 @@ void wb_put_rec32(struct kvm_vm *vm, vm_paddr_t gpa, uint32_t next, uint32_t ret
 
 /* vm.c: vCPUs */
 void wb_pgtable_make_user(struct kvm_vm *vm, vm_paddr_t table, int level);
+void wb_page_set_user(struct kvm_vm *vm, uint64_t gva, bool user);
 void wb_vcpu_set_user_mode(struct kvm_vm *vm, struct kvm_vcpu *vcpu);
 
 struct wb_vstats {
