@@ -7,7 +7,7 @@ cd /selftests || exit 1
 grep -v '^#' /tests/selftests.list | sed '/^$/d' | while read -r t _; do
 	timeout 300 ./$t > /tmp/st.log 2>&1
 	rc=$?
-	sed "s|^|  $t: |" /tmp/st.log | tail -20
+	sed "s|^|  $t: |" /tmp/st.log
 	case $rc in
 	0) echo "ok $t" ;;
 	4) echo "skip $t ($(grep -m1 -i 'skip\|requirement' /tmp/st.log))" ;;
