@@ -17,7 +17,7 @@ tree:		## fresh build/linux from Debian's linux-source-6.12 + patches/
 export:		## patches/ from base..HEAD of build/linux
 	scripts/export.sh
 kernel:		## the test VM kernel (host config + KASAN)
-	scripts/build-kernel.sh x86_64 test configs/host.config configs/kasan.config
+	scripts/build-kernel.sh x86_64 test configs/host.config configs/kasan.config configs/trace.config
 perf:
 	scripts/build-perf.sh
 selftests:

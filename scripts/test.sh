@@ -60,7 +60,7 @@ stage deps scripts/deps.sh
 cc0=$(ccache_counts)
 stage tree scripts/tree.sh --if-needed
 stage gate check gate scripts/gate.sh
-stage kernel scripts/build-kernel.sh x86_64 test configs/host.config configs/kasan.config
+stage kernel scripts/build-kernel.sh x86_64 test configs/host.config configs/kasan.config configs/trace.config
 stage guest-kernel scripts/build-kernel.sh x86_64 guest configs/guest.config
 stage guest-kernel-i386 scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 stage perf scripts/build-perf.sh
