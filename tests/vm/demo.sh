@@ -10,7 +10,9 @@ khz=$(sed -n 's/.*tsc_early_khz=\([0-9]*\).*/\1/p' /proc/cmdline)
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
 start=$(date +%s)
 rm -f /tmp/l2.log	# a previous guest's console would say it started
-qemu-system-x86_64 -enable-kvm -cpu qemu64 -m 256M -smp 1 -nodefaults \
+# L2 runs on the VM's CPU 0 and is recorded there: 'perf kvm record -a'
+# would also record the idle CPU 1.
+taskset -c 0 qemu-system-x86_64 -enable-kvm -cpu qemu64 -m 256M -smp 1 -nodefaults \
 	-no-user-config -display none -monitor none -serial file:/tmp/l2.log \
 	-no-reboot -kernel "$guest/bzImage" -initrd "$guest/initramfs.cpio.gz" \
 	-append "console=ttyS0 panic=-1 nokaslr tsc_early_khz=$khz tsc=reliable no_timer_check quiet" &
@@ -24,7 +26,7 @@ until grep -q 'L2: workload start' /tmp/l2.log 2>/dev/null; do
 	sleep 1
 done
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
-perf kvm --guest record -a -g -e cpu-clock -o /tmp/demo.data -- sleep 6 || exit 1
+perf kvm --guest record -C 0 -g -e cpu-clock -o /tmp/demo.data -- sleep 6 || exit 1
 kill $qemu
 wait $qemu
 echo "demo: L2 console:"
