@@ -32,7 +32,11 @@ def main():
     dump, smap = sys.argv[1:3]
     arch = sys.argv[3] if len(sys.argv) > 3 else "x86_64"
     tag = "demo" if arch == "x86_64" else f"demo {arch}"
-    smap = SystemMap(smap)
+    try:
+        smap = SystemMap(smap)
+    except OSError as e:
+        print(f"not ok - {tag}: no guest System.map: {e}")
+        return 1
     lo, hi = smap.addrs[0], smap.addrs[-1]
 
     def sym(a):
