@@ -4,8 +4,7 @@
 # byte-identical files.  The cover letter is built from patches/cover-letter.txt
 # (first line: subject; then the body), plus shortlog, diffstat and base.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-tree=$top/build/linux
+. "$(dirname "$0")/lib.sh"
 [ -z "$(git -C "$tree" status --porcelain)" ] ||
 	echo "export: WARNING: build/linux has uncommitted changes; they are not exported" >&2
 git -C "$tree" symbolic-ref -q HEAD >/dev/null ||
@@ -14,8 +13,7 @@ n=$(git -C "$tree" rev-list --count base..HEAD)
 [ "$n" = 0 ] && ls "$top"/patches/0*.patch >/dev/null 2>&1 &&
 	{ echo "export: build/linux has no commits on top of base; not deleting patches/" >&2; exit 1; }
 rm -f "$top"/patches/[0-9][0-9][0-9][0-9]-*.patch
-git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false -c format.signature= \
-	format-patch --quiet --numbered --zero-commit --no-signature --no-renames -o "$top/patches" base..HEAD
+series_format_patch "$top/patches"
 cover=$top/patches/cover-letter.txt
 if [ -f "$cover" ]; then
 	first=$(git -C "$tree" rev-list --reverse base..HEAD | sed -n 1p)

@@ -92,11 +92,12 @@ gate_config() {
 	esac
 }
 
+declare -A unusable	# configurations that could not be set up at base
 checkout base
 for c in "${configs[@]}"; do
-	gate_config "$c" || { fail "${c%%[[:space:]]*}: configs/gate.list"; continue; }
+	gate_config "$c" || { fail "${c%%[[:space:]]*}: configs/gate.list"; unusable[${c%%[[:space:]]*}]=1; continue; }
 	"$top/scripts/config.sh" "$garch" "$obj" "$top/configs/gate-base.config" "$top/configs/$frag.config" \
-		-- "${margs[@]}" > /dev/null || { fail "$name: config"; continue; }
+		-- "${margs[@]}" > /dev/null || { fail "$name: config"; unusable[$name]=1; continue; }
 	s=$(date +%s)
 	# shellcheck disable=SC2086
 	kmake "$obj" "${margs[@]}" $arch_gate_dirs ||
@@ -162,6 +163,10 @@ row "x86_64 host (gcc)" "$([ $bisect_ok = 1 ] && [ -z "$new" ] && echo ok || ech
 	"$(echo "$new" | sed '/^$/d' | wc -l)" "$(( $(date +%s) - s )) s, ${#patches[@]} prefixes, W=1 C=2"
 
 for c in "${configs[@]}"; do
+	if [ -n "${unusable[${c%%[[:space:]]*}]:-}" ]; then
+		row "${c%%[[:space:]]*}" FAIL - "not configured (see above)"
+		continue
+	fi
 	gate_config "$c" || continue
 	s=$(date +%s)
 	# shellcheck disable=SC2086

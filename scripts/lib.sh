@@ -29,6 +29,15 @@ ccache_since() {
 		printf "\n" }'
 }
 
+# series_format_patch <dir>: base..HEAD of build/linux as patch files in
+# <dir>, byte-identical for unchanged commits: export.sh writes patches/
+# with it, tree.sh compares the tree with patches/ through it.
+series_format_patch() {
+	git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false -c format.signature= \
+		format-patch --quiet --numbered --zero-commit --no-signature --no-renames \
+		-o "$1" base..HEAD
+}
+
 # The compiler of the programs built for the machine itself (perf, the KVM
 # selftests).
 host_cc="ccache gcc"

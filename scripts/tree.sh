@@ -5,9 +5,8 @@
 # With --if-needed, keep an existing tree that holds exactly the series in
 # patches/, and refuse to throw away a tree that holds other work.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 tarball=/usr/src/linux-source-6.12.tar.xz
-tree=$top/build/linux
 
 if [ "${1:-}" = --if-needed ] && [ -d "$tree/.git" ]; then
 	if [ -n "$(git -C "$tree" status --porcelain)" ]; then
@@ -16,8 +15,7 @@ if [ "${1:-}" = --if-needed ] && [ -d "$tree/.git" ]; then
 		exit 1
 	fi
 	tmp=$(mktemp -d)
-	git -C "$tree" -c core.abbrev=12 -c diff.noprefix=false format-patch --quiet --numbered \
-		--zero-commit --no-signature --no-renames -o "$tmp" base..HEAD
+	series_format_patch "$tmp"
 	if diff -q <(cat "$tmp"/*.patch 2>/dev/null) \
 		   <(cat $(ls "$top"/patches/[0-9]*.patch 2>/dev/null | grep -v /0000-) /dev/null) >/dev/null; then
 		rm -rf "$tmp"
