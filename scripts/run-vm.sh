@@ -55,7 +55,9 @@ while kill -0 $qemu 2>/dev/null; do
 	elif [ $(( now - start )) -gt "$limit" ]; then
 		hung="no clean exit within $limit s"
 	else
-		cur=$(sed -n 's/^WB: scenario \([^ ]*\) start at \([0-9]*\)$/\1 \2/p' "$out/console.log" 2>/dev/null | tail -1)
+		# The serial console ends its lines with CR LF.
+		cur=$({ tr -d '\r' < "$out/console.log"; } 2>/dev/null |
+			sed -n 's/^WB: scenario \([^ ]*\) start at \([0-9]*\)$/\1 \2/p' | tail -1 || true)
 		if [ -n "$cur" ] && ! grep -q "^WB: scenario ${cur% *} done" "$out/console.log"; then
 			up=$(cut -d' ' -f1 "$out/heartbeat" 2>/dev/null || echo 0)
 			[ $(( ${up%.*} - ${cur#* } )) -gt "${limit_of[${cur% *}]}" ] &&
