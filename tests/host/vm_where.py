@@ -55,7 +55,7 @@ def main():
     for _ in range(3):
         regs = monitor(sock, "info registers -a")
         for cpu, rip, efl, cpl, hlt in re.findall(
-                r"CPU#(\d+).*?[ER]IP=([0-9a-f]+).*?EFL=([0-9a-f]+).*?CPL=(\d).*?HLT=(\d)", regs, re.S):
+                r"CPU#(\d+).*?[ER]IP=([0-9a-f]+).*?[ER]FL=([0-9a-f]+).*?CPL=(\d).*?HLT=(\d)", regs, re.S):
             where = sym(int(rip, 16)) if cpl == "0" else "user"
             print(f"vm: CPU#{cpu} IP={rip} CPL={cpl} IF={int(efl, 16) >> 9 & 1}"
                   f"{' halted' if hlt == '1' else ''} {where}")
