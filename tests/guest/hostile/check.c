@@ -265,6 +265,16 @@ void report(struct hcase *c, const char *err)
 	ksft_test_result(c->pass, "%s\n", c->name);
 }
 
+void tap_plan(unsigned int nr)
+{
+	ksft_set_plan(nr);
+}
+
+void tap_finish(void)
+{
+	ksft_finished();
+}
+
 /*
  * From the first guest sample on (a VM's first entries can take long), every
  * full bin of the run must have guest samples.

@@ -175,6 +175,12 @@ struct hcase *new_exact_a(const char *name, uint64_t rbp, int nr, const uint64_t
 void check_sample(struct hcase *c, uint16_t cpumode, uint64_t ip,
 		  uint32_t pid, uint32_t tid, const uint64_t *chain, uint64_t nr);
 void report(struct hcase *c, const char *err);
+/*
+ * kselftest.h keeps its plan and counters in static variables, a copy per
+ * file: the plan, the results and the exit code all go through check.c.
+ */
+void tap_plan(unsigned int nr);
+void tap_finish(void);
 const char *check_progress(struct hcase *c);
 
 /* ---------------------------------------------------------------------- */

@@ -287,7 +287,7 @@ int main(void)
 	ksft_print_header();
 	for (i = 0; i < ARRAY_SIZE(suites); i++)
 		plan += suites[i]->nr_cases;
-	ksft_set_plan(plan);
+	tap_plan(plan);
 	ksft_print_msg("cpu-clock every %d ns on the vCPU thread, exclude_host=1; perf_event_max_stack %d; %ld CPUs; spin loop [0x%lx, 0x%lx)\n",
 		       SAMPLE_PERIOD_NS, sysctl_max_stack, sysconf(_SC_NPROCESSORS_ONLN),
 		       (uint64_t)spin_start, (uint64_t)spin_end);
@@ -300,5 +300,5 @@ int main(void)
 
 	TEST_ASSERT_EQ(nr_cases, plan);
 	summary();
-	ksft_finished();
+	tap_finish();
 }
