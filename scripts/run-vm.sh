@@ -42,6 +42,25 @@ echo "$cpus" > "$out/cpus.wanted"
 	</dev/null &
 qemu=$!
 start=$(date +%s)
+running() {	# "<scenario> <start>" of the scenario that started last and is not done
+	local cur
+	# The serial console ends its lines with CR LF.
+	cur=$({ tr -d '\r' < "$out/console.log"; } 2>/dev/null |
+		sed -n 's/^WB: scenario \([^ ]*\) start at \([0-9]*\)$/\1 \2/p' | tail -1 || true)
+	[ -n "$cur" ] && ! tr -d '\r' < "$out/console.log" | grep -q "^WB: scenario ${cur% *} done" &&
+		echo "$cur"
+	return 0
+}
+# fail <why>: say why, which scenario was running, the console's first
+# kernel report and its tail, and stop.
+fail() {
+	local cur
+	cur=$(running)
+	echo "vm: $1; ${cur:+scenario ${cur% *} was running (since ${cur#* } s after boot); }console tail:" >&2
+	tail -30 "$out/console.log" >&2
+	"$top/tests/host/check_splats.sh" "$out/console.log" >&2 || true
+	exit 1
+}
 progress() {	# the newest mtime of the console and the VM's heartbeat
 	{ stat -c %Y "$out/console.log" "$out/heartbeat" 2>/dev/null || true; } | sort -n | tail -1
 }
@@ -55,10 +74,8 @@ while kill -0 $qemu 2>/dev/null; do
 	elif [ $(( now - start )) -gt "$limit" ]; then
 		hung="no clean exit within $limit s"
 	else
-		# The serial console ends its lines with CR LF.
-		cur=$({ tr -d '\r' < "$out/console.log"; } 2>/dev/null |
-			sed -n 's/^WB: scenario \([^ ]*\) start at \([0-9]*\)$/\1 \2/p' | tail -1 || true)
-		if [ -n "$cur" ] && ! grep -q "^WB: scenario ${cur% *} done" "$out/console.log"; then
+		cur=$(running)
+		if [ -n "$cur" ]; then
 			up=$(cut -d' ' -f1 "$out/heartbeat" 2>/dev/null || echo 0)
 			[ $(( ${up%.*} - ${cur#* } )) -gt "${limit_of[${cur% *}]}" ] &&
 				hung="scenario ${cur% *} still running after its limit of ${limit_of[${cur% *}]} s"
@@ -71,19 +88,13 @@ if [ -n "$hung" ]; then
 	"$top/tests/host/vm_where.py" "$mon/monitor" "$(sysmap_of "$kname")" >&2 || true
 	kill $qemu
 	wait $qemu || true
-	echo "vm: console tail:" >&2
-	tail -30 "$out/console.log" >&2
-	exit 1
+	fail "stopped the VM"
 fi
 wait $qemu || rc=$?
 if [ $rc != 0 ] || grep -q 'Kernel panic' "$out/console.log"; then
-	echo "vm: QEMU exited with $rc or the kernel panicked; console tail:" >&2
-	tail -30 "$out/console.log" >&2
-	exit 1
+	fail "QEMU exited with $rc or the kernel panicked"
 fi
-if ! grep -q '^WB: all scenarios done' "$out/console.log"; then
-	echo "vm: the VM stopped before its scenarios finished; console tail:" >&2
-	tail -30 "$out/console.log" >&2
-	exit 1
+if ! tr -d '\r' < "$out/console.log" | grep -q '^WB: all scenarios done'; then
+	fail "the VM stopped before its scenarios finished"
 fi
 echo "vm: ran $run in $(( $(date +%s) - start )) s on $(cat "$out/cpus" 2>/dev/null || echo '?') CPU(s)"

@@ -7,7 +7,10 @@ arch_cc=gcc
 arch_image=arch/x86/boot/bzImage
 arch_qemu=qemu-system-x86_64
 # TCG's AMD CPU with SVM and NPT (kvm_amd loads with nested paging).
-arch_machine=(-accel tcg -cpu max -m 4G)
+# thread=single: QEMU 7.2 runs all vCPUs in one thread (round robin).  With
+# its default, one thread per vCPU, the VM lost interrupts and corrupted
+# memory while nested guests ran (README: "The test VM").
+arch_machine=(-accel tcg,thread=single -cpu max -m 4G)
 # One core per socket: without ACPI, Linux finds CPUs in SeaBIOS's MP
 # table, which lists only the first logical CPU of each package.
 arch_smp() { echo "-smp $1,sockets=$1,cores=1,threads=1"; }
