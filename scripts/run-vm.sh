@@ -8,8 +8,10 @@
 # The VM is stopped, and reported with where its vCPUs are (QEMU's monitor
 # and the kernel's System.map), when it makes no progress for $WB_STALL
 # seconds (default 120: neither its console nor its heartbeat moved), when a
-# scenario runs past its limit in tests/scenarios.list, or when it is still
-# running after <timeout-seconds>.
+# scenario runs past its limit in tests/scenarios.list, when a scenario
+# bails out (a TAP "Bail out!" on the console: its own watchdog found a
+# hang, and the hung process may never exit), or when it is still running
+# after <timeout-seconds>.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 kname=$1 initrd=$2 out=$3 limit=$4 run=$5
@@ -73,6 +75,8 @@ while kill -0 $qemu 2>/dev/null; do
 		hung="no progress for $stall s (console and heartbeat still)"
 	elif [ $(( now - start )) -gt "$limit" ]; then
 		hung="no clean exit within $limit s"
+	elif bail=$(tr -d '\r' < "$out/console.log" 2>/dev/null | grep -m1 'Bail out!'); then
+		hung="a scenario bailed out: $bail"
 	else
 		cur=$(running)
 		if [ -n "$cur" ]; then
