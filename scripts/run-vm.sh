@@ -45,13 +45,12 @@ echo "$cpus" > "$out/cpus.wanted"
 qemu=$!
 start=$(date +%s)
 running() {	# "<scenario> <start>" of the scenario that started last and is not done
-	local cur
-	# The serial console ends its lines with CR LF.
-	cur=$({ tr -d '\r' < "$out/console.log"; } 2>/dev/null |
-		sed -n 's/^WB: scenario \([^ ]*\) start at \([0-9]*\)$/\1 \2/p' | tail -1 || true)
-	[ -n "$cur" ] && ! tr -d '\r' < "$out/console.log" | grep -q "^WB: scenario ${cur% *} done" &&
-		echo "$cur"
-	return 0
+	# The serial console ends its lines with CR LF.  A scenario may run
+	# more than once: only a "done" after its last start counts.
+	{ tr -d '\r' < "$out/console.log"; } 2>/dev/null | awk '
+		/^WB: scenario [^ ]+ start at [0-9]+$/ { name = $3; at = $6 }
+		/^WB: scenario [^ ]+ done/ { if ($3 == name) name = "" }
+		END { if (name != "") print name, at }'
 }
 # fail <why>: say why, which scenario was running, the console's first
 # kernel report and its tail, and stop.
