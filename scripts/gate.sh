@@ -21,12 +21,16 @@ mapfile -t patches < <(ls "$pdir"/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-
 # new: that run's results are printed again, and said to be (WB_GATE=1
 # runs the gate anyway).  The inputs: the tree of base and of every commit
 # of the series, the patch files, the gate's scripts, configurations and
-# architecture records, and the compilers' versions.
+# architecture records, the workbench's guest programs (built with the
+# selftests in the bisect), and every installed package's version (the
+# compilers, binutils, sparse, perf's libraries).
 key=$({
 	git -C "$tree" rev-parse 'base^{tree}'
 	git -C "$tree" log --format=%T base.."$tip"
-	cat "${patches[@]}" "$top"/configs/* "$top"/scripts/*.sh "$top"/scripts/arch/*.sh "$top/tests/lib/tap.sh"
-	for c in gcc clang sparse aarch64-linux-gnu-gcc i686-linux-gnu-gcc; do "$c" --version 2>/dev/null | head -1; done
+	cat "${patches[@]}" "$top"/configs/* "$top"/scripts/*.sh "$top"/scripts/arch/*.sh \
+		"$top/tests/lib/tap.sh" "$top/tests/selftests.list"
+	find "$top/tests/guest" -type f | LC_ALL=C sort | xargs cat
+	dpkg-query -W -f '${Package} ${Version}\n'
 } | sha256sum | cut -d' ' -f1)
 if [ "${WB_GATE:-}" != 1 ] && [ -s "$log/run.out" ] && [ "$(cat "$log/pass.key" 2>/dev/null)" = "$key" ]; then
 	echo "gate: inputs unchanged since the passing run of $(date -r "$log/pass.key" '+%F %T'); its results (WB_GATE=1 runs the gate again):"

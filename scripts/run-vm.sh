@@ -9,9 +9,9 @@
 # and the kernel's System.map), when it makes no progress for $WB_STALL
 # seconds (default 120: neither its console nor its heartbeat moved), when a
 # scenario runs past its limit in tests/scenarios.list, when a scenario
-# bails out (a TAP "Bail out!" on the console: its own watchdog found a
-# hang, and the hung process may never exit), or when it is still running
-# after <timeout-seconds>.
+# has not ended 30 s after it bailed out (a TAP "Bail out!" on the console:
+# its own watchdog found a hang, and the hung process may never exit), or
+# when it is still running after <timeout-seconds>.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 kname=$1 initrd=$2 out=$3 limit=$4 run=$5
@@ -47,7 +47,7 @@ start=$(date +%s)
 running() {	# "<scenario> <start>" of the scenario that started last and is not done
 	# The serial console ends its lines with CR LF.  A scenario may run
 	# more than once: only a "done" after its last start counts.
-	{ tr -d '\r' < "$out/console.log"; } 2>/dev/null | awk '
+	{ { tr -d '\r' < "$out/console.log"; } 2>/dev/null || true; } | awk '
 		/^WB: scenario [^ ]+ start at [0-9]+$/ { name = $3; at = $6 }
 		/^WB: scenario [^ ]+ done/ { if ($3 == name) name = "" }
 		END { if (name != "") print name, at }'
@@ -66,6 +66,7 @@ progress() {	# the newest mtime of the console and the VM's heartbeat
 	{ stat -c %Y "$out/console.log" "$out/heartbeat" 2>/dev/null || true; } | sort -n | tail -1
 }
 hung=
+bail_at= bail_run=
 while kill -0 $qemu 2>/dev/null; do
 	sleep 1
 	now=$(date +%s)
@@ -74,9 +75,15 @@ while kill -0 $qemu 2>/dev/null; do
 		hung="no progress for $stall s (console and heartbeat still)"
 	elif [ $(( now - start )) -gt "$limit" ]; then
 		hung="no clean exit within $limit s"
-	elif bail=$(tr -d '\r' < "$out/console.log" 2>/dev/null | grep -m1 'Bail out!'); then
-		hung="a scenario bailed out: $bail"
+	elif [ -n "$bail_run" ] && [ $(( now - bail_at )) -gt 30 ] && [ "$(running)" = "$bail_run" ]; then
+		hung="scenario ${bail_run% *} bailed out 30 s ago and has not ended: $bail"
 	else
+		# The TAP bail-out of a scenario's own watchdog: give the scenario
+		# 30 s to end by itself (its hung process may never exit).
+		if [ -z "$bail_at" ] && bail=$(grep -m1 -F 'Bail out!' "$out/console.log" 2>/dev/null | tr -d '\r'); then
+			bail_at=$now
+			bail_run=$(running)
+		fi
 		cur=$(running)
 		if [ -n "$cur" ]; then
 			up=$(cut -d' ' -f1 "$out/heartbeat" 2>/dev/null || echo 0)
@@ -97,7 +104,7 @@ wait $qemu || rc=$?
 if [ $rc != 0 ] || grep -q 'Kernel panic' "$out/console.log"; then
 	fail "QEMU exited with $rc or the kernel panicked"
 fi
-if ! tr -d '\r' < "$out/console.log" | grep -q '^WB: all scenarios done'; then
+if ! grep -q '^WB: all scenarios done' "$out/console.log"; then
 	fail "the VM stopped before its scenarios finished"
 fi
 echo "vm: ran $run in $(( $(date +%s) - start )) s on $(cat "$out/cpus" 2>/dev/null || echo '?') CPU(s)"
