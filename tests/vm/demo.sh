@@ -21,7 +21,10 @@ n=0
 until grep -q 'L2: workload start' /tmp/l2.log 2>/dev/null; do
 	n=$((n + 1))
 	if [ $n -gt 120 ] || ! kill -0 $qemu 2>/dev/null; then
-		echo "demo: L2 did not start its workload"; cat /tmp/l2.log; exit 1
+		echo "demo: L2 did not start its workload within 120 s; its console:"
+		cat /tmp/l2.log
+		kill $qemu 2>/dev/null	# not left running into the next scenario
+		exit 1
 	fi
 	sleep 1
 done
