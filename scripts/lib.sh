@@ -115,3 +115,11 @@ scenarios_of() {
 	awk -v c="$1" '!/^#/ && NF >= 3 && ("," $3 ",") ~ ("," c ",") { printf "%s%s", n++ ? "," : "", $1 }
 		END { print "" }' "$top/tests/scenarios.list"
 }
+# vms_of <command>: the same scenarios grouped by the test VM that runs
+# them (the list's vm column), one line per VM: "vm<N> <scenario,...>".
+vms_of() {
+	awk -v c="$1" '!/^#/ && NF >= 4 && ("," $3 ",") ~ ("," c ",") {
+			if (!($4 in list)) order[n++] = $4
+			list[$4] = list[$4] (list[$4] == "" ? "" : ",") $1 }
+		END { for (i = 0; i < n; i++) print "vm" order[i], list[order[i]] }' "$top/tests/scenarios.list"
+}

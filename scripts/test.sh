@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The README's test command: install, build the tree with the series, the
-# kernel, perf and the KVM selftests, boot the VM, run KUnit (at boot), the
-# selftests and the scenarios in it, judge the results on the host.
+# kernel, perf and the KVM selftests, boot the test VMs (side by side), run
+# KUnit (at boot), the selftests and the scenarios in them, judge the
+# results on the host.
 # With --judge, only judges the results of the last run again.
 # Every check is a TAP line (tests/lib/tap.sh); ends with
 # 'N passed, N failed[, N skipped]' and exits non-zero on any failure.
@@ -59,9 +60,25 @@ check() {
 		tap_not_ok "$name: exited with $rc and reported no failure" | record
 }
 
+# The test VMs: "vm<N> <scenario,...>" lines (tests/scenarios.list).
+vms=$(vms_of test)
+# run_vms: boot every test VM at once, each with its scenarios and results
+# in build/results/vm<N> (each QEMU is one thread: one core each); their
+# messages are prefixed with the VM's name.  Fails if any VM failed.
+run_vms() {
+	local vm list pids=() p rc=0
+	while read -r vm list; do
+		( scripts/run-vm.sh test build/initramfs-demo.cpio.gz "$res/$vm" 2400 "$list" 2>&1 |
+			sed -u "s/^/$vm: /" ) &
+		pids+=($!)
+	done <<< "$vms"
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}
+
 if [ "${1:-}" = --judge ]; then
 	# Judge the results of the last run again (after editing a checker).
-	scenarios=$(scenarios_of test)
+	:
 else
 stage deps scripts/deps.sh
 cc0=$(ccache_counts)
@@ -76,25 +93,28 @@ stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
 	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
-scenarios=$(scenarios_of test)
-stage --judge-anyway vm scripts/run-vm.sh test build/initramfs-demo.cpio.gz "$res" 2400 "$scenarios"
+rm -rf "$res"
+stage --judge-anyway vm run_vms
 fi
 
-# Judge on the host: the VM itself, then each scenario with its checker
-# (tests/host/check_<name>.sh), then the splat gate, last: it covers
-# everything that ran.
+# Judge on the host, VM by VM: the VM itself, then each scenario with its
+# checker (tests/host/check_<name>.sh), then the splat gate, last: it
+# covers everything that ran in that VM.
 s=$(date +%s)
 echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
-check vm tests/host/check_vm.sh "$res" "$top" "$scenarios"
-for sc in ${scenarios//,/ }; do
-	echo "== results: $sc"
-	if [ ! -x "tests/host/check_$sc.sh" ]; then
-		echo "# $sc: no tests/host/check_$sc.sh; judged by its exit code alone"
-		continue
-	fi
-	check "$sc" "tests/host/check_$sc.sh" "$res" "$top"
-done
-check splats tests/host/check_splats.sh "$res/console.log"
+while read -r vm list; do
+	echo "== results: $vm"
+	check "$vm" tests/host/check_vm.sh "$res/$vm" "$top" "$list"
+	for sc in ${list//,/ }; do
+		echo "== results: $sc"
+		if [ ! -x "tests/host/check_$sc.sh" ]; then
+			echo "# $sc: no tests/host/check_$sc.sh; judged by its exit code alone"
+			continue
+		fi
+		check "$sc" "tests/host/check_$sc.sh" "$res/$vm" "$top"
+	done
+	check "$vm splats" tests/host/check_splats.sh "$res/$vm/console.log"
+done <<< "$vms"
 echo "== results: $(( $(date +%s) - s )) s"
 summary
 [ "$(failures)" = 0 ]

@@ -5,16 +5,17 @@
 # usage: check_vm.sh <results dir> <checkout> <scenario,...>
 res=$(realpath "$1") top=$2 scenarios=$3
 . "$top/tests/lib/tap.sh"
+vm=$(basename "$res")
 cpus=$(cat "$res/cpus" 2>/dev/null || echo '?') wanted=$(cat "$res/cpus.wanted" 2>/dev/null || echo '?')
-tap_check "the VM (L1 host) runs on the $wanted CPU(s) QEMU gives it (it has $cpus)" test "$cpus" = "$wanted"
-tap_check "/dev/kvm present in the VM (kvm_amd loaded)" grep -qx yes "$res/kvm"
+tap_check "$vm: the VM (L1 host) runs on the $wanted CPU(s) QEMU gives it (it has $cpus)" test "$cpus" = "$wanted"
+tap_check "$vm: /dev/kvm present in the VM (kvm_amd loaded)" grep -qx yes "$res/kvm"
 for sc in ${scenarios//,/ }; do
 	rc=$(cat "$res/$sc.rc" 2>/dev/null || echo none)
-	[ "$rc" = 0 ] || tap_not_ok "scenario $sc exited with $rc"
+	[ "$rc" = 0 ] || tap_not_ok "$vm: scenario $sc exited with $rc"
 done
 kunit=$(python3 "$top/build/linux/tools/testing/kunit/kunit.py" parse "$res/console.log" 2>&1); krc=$?
 echo "$kunit" | grep -E '\[(PASSED|FAILED|SKIPPED|CRASHED)\]' | sed 's/\x1b\[[0-9;]*m//g' | tail -40
 kp=$(echo "$kunit" | sed -n 's/.*passed: \([0-9]*\).*/\1/p' | tail -1)
-if [ $krc = 0 ] && [ "${kp:-0}" -gt 0 ]; then tap_ok "kunit: ${kp} test cases passed at boot"
-else tap_not_ok "kunit: parser exit $krc; $(echo "$kunit" | tail -3 | tr '\n' ' ')"; fi
+if [ $krc = 0 ] && [ "${kp:-0}" -gt 0 ]; then tap_ok "$vm: kunit: ${kp} test cases passed at boot"
+else tap_not_ok "$vm: kunit: parser exit $krc; $(echo "$kunit" | tail -3 | tr '\n' ' ')"; fi
 [ $tap_failed = 0 ]
