@@ -102,7 +102,8 @@ fi
 # covers everything that ran in that VM.
 s=$(date +%s)
 echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
-while read -r vm list; do
+# (The list comes on fd 3: checkers may read their standard input.)
+while read -r vm list <&3; do
 	echo "== results: $vm"
 	check "$vm" tests/host/check_vm.sh "$res/$vm" "$top" "$list"
 	for sc in ${list//,/ }; do
@@ -114,7 +115,7 @@ while read -r vm list; do
 		check "$sc" "tests/host/check_$sc.sh" "$res/$vm" "$top"
 	done
 	check "$vm splats" tests/host/check_splats.sh "$res/$vm/console.log"
-done <<< "$vms"
+done 3<<< "$vms"
 echo "== results: $(( $(date +%s) - s )) s"
 summary
 [ "$(failures)" = 0 ]
