@@ -3,10 +3,11 @@
 # The README's demo command: build the patched KVM host (L1) and a Linux
 # guest kernel (L2), boot L1 under QEMU, run L2 in it with QEMU/KVM and a
 # workload, record L2 from L1 with 'perf kvm --guest record -g', and show
-# where the guest spends its time, call stacks included.  Then the same with
+# where the guest spends its time, call stacks included, recorded and live
+# ('perf kvm --guest top -g').  Then the same with
 # a 32-bit (i386) build of the guest kernel: 32-bit paging and frames.
 # Output in out/: perf.data.guest, the guest's System.map and vmlinux, the
-# flame graph; the same for the 32-bit guest in out/i386/.
+# flame graph, perf top's output; the same for the 32-bit guest in out/i386/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$top"
@@ -40,7 +41,8 @@ show() {
 	cp "$(sysmap_of "$2")" "$3/guest-System.map"
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
 	step "resolving the guest's call stacks ($1)" \
-		tests/host/check_demo.py "build/demo/$1.D" "$3/guest-System.map" ${4:-}
+		tests/host/check_demo.py "build/demo/$1.D" "$3/guest-System.map" "build/demo/$1.top" ${4:-}
+	cp "build/demo/$1.top" "$3/perf-kvm-top.txt"
 	echo "== demo: perf kvm --guest --guestvmlinux=$3/guest-vmlinux report -g (top of it)"
 	build/perf/perf kvm --guest --guestvmlinux="$3/guest-vmlinux" -i "$3/perf.data.guest" \
 		report -g caller,0.5,callee --stdio --percent-limit 3 2>/dev/null |

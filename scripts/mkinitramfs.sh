@@ -6,7 +6,8 @@
 #	with the shared libraries they need;
 #   mkinitramfs.sh <out.cpio.gz> --l2 <kernel> <l2.cpio.gz> [<kernel> <l2.cpio.gz>]:
 #	the same, plus QEMU and a Linux guest (L2: the kernel build named
-#	<kernel>) for the demo, and a 32-bit one (in /demo/i386);
+#	<kernel>, with its System.map) for the demo, and a 32-bit one (in
+#	/demo/i386);
 #   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox and
 #	its workload);
 #   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
@@ -48,10 +49,12 @@ if [ "${2:-}" = --l2 ]; then
 	mkdir -p "$root/demo" "$root/usr/bin" "$root/usr/share" "$root/usr/lib/x86_64-linux-gnu"
 	cp "$(image_of "$3")" "$root/demo/$(basename "$(image_of "$3")")"
 	cp "$4" "$root/demo/initramfs.cpio.gz"
+	cp "$(sysmap_of "$3")" "$root/demo/System.map"
 	if [ $# -ge 6 ]; then
 		mkdir -p "$root/demo/i386"
 		cp "$(image_of "$5")" "$root/demo/i386/$(basename "$(image_of "$5")")"
 		cp "$6" "$root/demo/i386/initramfs.cpio.gz"
+		cp "$(sysmap_of "$5")" "$root/demo/i386/System.map"
 	fi
 	cp /usr/bin/qemu-system-x86_64 "$root/usr/bin/"
 	cp -rL /usr/share/qemu /usr/share/seabios "$root/usr/share/"

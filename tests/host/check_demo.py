@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Judge the demo's recording of a real Linux guest from its raw dump.
 
-usage: check_demo.py <perf script -D dump> <guest System.map> [i386]
+usage: check_demo.py <perf script -D dump> <guest System.map> <perf top output> [i386]
 
 Resolves every guest-kernel frame with the guest kernel's symbols, prints the
 hottest guest call stacks (callers last), and checks that most guest-kernel
@@ -11,9 +11,15 @@ functions, and that the read and write syscall paths appear with their
 callers in order: vfs_read/vfs_write, then do_syscall_64, then the syscall
 entry; for a 32-bit guest kernel (i386), do_fast_syscall_32 or
 do_int80_syscall_32 and their entries, and every guest-kernel address is a
-32-bit one.  Prints TAP lines.
+32-bit one.  Then judges the live profile of the same guest in 'perf kvm
+--guest top -g --stdio': its last profile shows guest user ([u]) entries
+(64-bit guest), guest kernel ([g]) entries that resolve to the guest's
+symbols, in whose callchains every guest kernel address resolves, and a
+guest kernel entry whose callchain holds the syscall path in caller order.
+Prints TAP lines.
 """
 import collections
+import re
 import sys
 
 from perfdump import CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, Checks, SystemMap, samples
@@ -28,9 +34,73 @@ SYSCALL = {
 }
 
 
+# An entry of perf top's stdio profile (-s dso,sym): "  8.81%  [unknown]  [u] 0x4a5f39".
+TOP_ENTRY = re.compile(r"^\s+[\d.]+%\s+(\S+)\s+\[([.kgu])\]\s+(\S+)")
+
+
+def in_order(names, path):
+    """True if names hold one name of each step of path, in path's order."""
+    i = 0
+    for n in names:
+        if n and n.startswith(path[i]):
+            i += 1
+            if i == len(path):
+                return True
+    return False
+
+
+def check_top(check, path, smap, arch, tag):
+    """The last profile 'perf kvm --guest top' printed, judged."""
+    try:
+        with open(path, errors="replace") as f:
+            text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", f.read())
+    except OSError as e:
+        check(False, f"{tag}: perf kvm top: no output: {e}")
+        return
+    profiles = text.split("PerfTop:")[1:]
+    check(len(profiles) >= 2, f"{tag}: perf kvm top printed {len(profiles)} profiles in 20 s")
+    if not profiles:
+        print("\n".join("# " + line for line in text.splitlines()[-20:]))
+        return
+    lines = profiles[-1].splitlines()
+    print(f"{tag}: perf kvm top, its last profile (head):")
+    print("\n".join("#   " + line for line in lines[:24]))
+    lo, hi = smap.addrs[0], smap.addrs[-1]
+    blocks = []     # (level, symbol, [names in its callchain], [raw kernel addresses in it])
+    for line in lines:
+        m = TOP_ENTRY.match(line)
+        if m:
+            blocks.append((m.group(2), m.group(3), [], []))
+        elif blocks:
+            blocks[-1][2].extend(re.findall(r"\b[A-Za-z_][A-Za-z0-9_.]*", line))
+            blocks[-1][3].extend(a for a in (int(x, 16) for x in re.findall(r"\b0x([0-9a-f]+)", line))
+                                 if lo <= a <= hi)
+    names = set(smap.names)
+    gu = [b for b in blocks if b[0] == "u"]
+    gk = [b for b in blocks if b[0] == "g"]
+    known = [b for b in gk if b[1] in names]
+    # The 64-bit guest's workload (busybox: gzip, md5sum) runs in user
+    # space; the 32-bit guest's /init hardly leaves its syscalls.
+    if arch == "x86_64":
+        check(gu, f"{tag}: perf kvm top shows {len(gu)} guest user ([u]) entries")
+    else:
+        print(f"# {tag}: perf kvm top shows {len(gu)} guest user ([u]) entries (not checked: "
+              f"its guest spends too little time in user space; the 64-bit demo checks them)")
+    check(known, f"{tag}: perf kvm top shows {len(known)}/{len(gk)} guest kernel ([g]) entries "
+                 f"that are guest kernel symbols")
+    raw = [b for b in gk if b[3]]
+    check(not raw, f"{tag}: perf kvm top: the callchains of the guest kernel entries hold "
+                   f"{sum(len(b[3]) for b in raw)} unresolved guest kernel addresses"
+                   + (f" (first under {raw[0][1]}: {raw[0][3][0]:#x})" if raw else ""))
+    path = SYSCALL[arch]
+    n = sum(1 for b in gk if in_order(b[2], path))
+    check(n, f"{tag}: perf kvm top shows {n} guest kernel entries whose callchain holds "
+             f"{' <- '.join('|'.join(p) for p in path)} in caller order")
+
+
 def main():
-    dump, smap = sys.argv[1:3]
-    arch = sys.argv[3] if len(sys.argv) > 3 else "x86_64"
+    dump, smap, top = sys.argv[1:4]
+    arch = sys.argv[4] if len(sys.argv) > 4 else "x86_64"
     tag = "demo" if arch == "x86_64" else f"demo {arch}"
     try:
         smap = SystemMap(smap)
@@ -74,18 +144,10 @@ def main():
               f"32-bit addresses")
     for vfs in ("vfs_read", "vfs_write"):
         path = ((vfs,),) + SYSCALL[arch]
-
-        def in_order(c):
-            i = 0
-            for n in c:
-                if n and n.startswith(path[i]):
-                    i += 1
-                    if i == len(path):
-                        return True
-            return False
-        n = sum(1 for c in chains if c and in_order(c))
+        n = sum(1 for c in chains if c and in_order(c, path))
         check(n > 0, f"{tag}: {n} samples show {' <- '.join('|'.join(p) for p in path)} "
                      f"in caller order")
+    check_top(check, top, smap, arch, tag)
     return 0 if check.ok else 1
 
 

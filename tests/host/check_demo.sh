@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# The demo scenario: a real Linux guest's recording (check_demo.py).
+# The demo scenario: a real Linux guest's recording and live profile
+# (check_demo.py).
 # usage: check_demo.sh <results dir> <checkout> [<guest build> <arch>]
 res=$1 top=$2 name=demo guest=${3:-guest}
 [ -n "${4:-}" ] && name=demo-$4
 sed 's/^/# /' "$res/$name.log"
-exec "$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" ${4:+"$4"}
+exec "$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" "$res/$name.top" ${4:+"$4"}
