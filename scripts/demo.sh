@@ -31,18 +31,31 @@ step "packing the guests' initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --g
 step "packing the 32-bit guest's initramfs" scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 step "packing the host's initramfs, with QEMU and the guests" scripts/mkinitramfs.sh \
 	build/initramfs-demo.cpio.gz --l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
-step "booting the host, running each guest and recording it" scripts/run-vm.sh \
-	host build/initramfs-demo.cpio.gz build/demo 900 "$(scenarios_of demo)"
+# One host VM per guest, side by side (one QEMU thread, so one core, each),
+# with its results in build/demo/<scenario>/.
+host_vms() {
+	local sc pids=() p rc=0
+	rm -rf build/demo
+	for sc in $(scenarios_of demo | tr , ' '); do
+		( scripts/run-vm.sh host build/initramfs-demo.cpio.gz "build/demo/$sc" 900 "$sc" 2>&1 |
+			sed -u "s/^/$sc: /" ) &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}
+step "booting the host, running each guest and recording it (a host VM per guest)" host_vms
 # show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
 show() {
-	sed 's/^/    /' "build/demo/$1.log"
+	local r=build/demo/$1
+	sed 's/^/    /' "$r/$1.log"
 	mkdir -p "$3"
-	cp "build/demo/$1.data" "$3/perf.data.guest"
+	cp "$r/$1.data" "$3/perf.data.guest"
 	cp "$(sysmap_of "$2")" "$3/guest-System.map"
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
 	step "resolving the guest's call stacks ($1)" \
-		tests/host/check_demo.py "build/demo/$1.D" "$3/guest-System.map" "build/demo/$1.top" ${4:-}
-	cp "build/demo/$1.top" "$3/perf-kvm-top.txt"
+		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$r/$1.top" ${4:-}
+	cp "$r/$1.top" "$3/perf-kvm-top.txt"
 	echo "== demo: perf kvm --guest --guestvmlinux=$3/guest-vmlinux report -g (top of it)"
 	build/perf/perf kvm --guest --guestvmlinux="$3/guest-vmlinux" -i "$3/perf.data.guest" \
 		report -g caller,0.5,callee --stdio --percent-limit 3 2>/dev/null |
