@@ -7,18 +7,19 @@
 # The console goes to <outdir>/console.log; results land in <outdir> over 9p.
 # The VM is stopped, and reported with where its vCPUs are (QEMU's monitor
 # and the kernel's System.map), when it makes no progress for $WB_STALL
-# seconds (default 120: neither its console nor its heartbeat moved), when a
-# scenario runs past its limit in tests/scenarios.list, when a scenario
-# has not ended 30 s after it bailed out (a TAP "Bail out!" on the console:
-# its own watchdog found a hang, and the hung process may never exit), or
-# when it is still running after <timeout-seconds>.
+# seconds (default 100: neither its console nor its heartbeat, written
+# every 5 s, moved), when a scenario runs past its limit in
+# tests/scenarios.list, when a scenario has not ended 30 s after it bailed
+# out (a TAP "Bail out!" on the console: its own watchdog found a hang, and
+# the hung process may never exit), or when it is still running after
+# <timeout-seconds>.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 kname=$1 initrd=$2 out=$3 limit=$4 run=$5
 kernel=$(image_of "$kname")
 arch_load "$(arch_of "$kname")"
 [ -n "$arch_qemu" ] || { echo "vm: scripts/arch/$arch.sh says no QEMU: the test VM does not run on $arch" >&2; exit 1; }
-stall=${WB_STALL:-120}
+stall=${WB_STALL:-100}
 # The VM's CPUs: two, so that the hostile scenario's racing vCPUs really
 # run in parallel (check_vm.sh asserts that L1 brought both up).
 cpus=${WB_CPUS:-2}
