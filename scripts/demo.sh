@@ -33,18 +33,9 @@ step "packing the host's initramfs, with QEMU and the guests" scripts/mkinitramf
 	build/initramfs-demo.cpio.gz --l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
 # One host VM per guest, side by side (one QEMU thread, so one core, each),
 # with its results in build/demo/<scenario>/.
-host_vms() {
-	local sc pids=() p rc=0
-	rm -rf build/demo
-	for sc in $(scenarios_of demo | tr , ' '); do
-		( scripts/run-vm.sh host build/initramfs-demo.cpio.gz "build/demo/$sc" 900 "$sc" 2>&1 |
-			sed -u "s/^/$sc: /" ) &
-		pids+=($!)
-	done
-	for p in "${pids[@]}"; do wait "$p" || rc=1; done
-	return $rc
-}
-step "booting the host, running each guest and recording it (a host VM per guest)" host_vms
+rm -rf build/demo
+step "booting the host, running each guest and recording it (a host VM per guest)" \
+	run_vms host 900 build/demo "$(scenarios_of demo | tr , '\n' | sed 's/.*/& &/')"
 # show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
 show() {
 	local r=build/demo/$1
@@ -53,6 +44,7 @@ show() {
 	cp "$r/$1.data" "$3/perf.data.guest"
 	cp "$(sysmap_of "$2")" "$3/guest-System.map"
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
+	perf_dump "$r/$1.data" "$r/$1.D"
 	step "resolving the guest's call stacks ($1)" \
 		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$r/$1.top" ${4:-}
 	cp "$r/$1.top" "$3/perf-kvm-top.txt"

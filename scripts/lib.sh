@@ -109,6 +109,32 @@ perf_flamegraph() (
 	echo "flamegraph: $out/flamegraph.html ($(du -h "$out/flamegraph.html" | cut -f1)), $out/stacks.folded ($(wc -l < "$out/stacks.folded") stacks)"
 )
 
+# run_vms <kernel> <limit> <results dir> <vms>: boot the VMs all at once
+# (each QEMU is one thread, so one core each), one per line of <vms>,
+# "<name> <scenario,...>", with <kernel>'s build and the test initramfs;
+# each runs its scenarios within <limit> seconds, leaves its results in
+# <results dir>/<name> and prefixes its output with its name.  Fails if
+# any of them failed.
+run_vms() {
+	local vm list pids=() p rc=0
+	while read -r vm list; do
+		[ -n "$vm" ] || continue
+		( "$top/scripts/run-vm.sh" "$1" "$top/build/initramfs-demo.cpio.gz" "$3/$vm" "$2" "$list" 2>&1 |
+			sed -u "s/^/$vm: /" ) &
+		pids+=($!)
+	done <<< "$4"
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}
+
+# perf_dump <perf.data> <dump>: the raw records of a recording made in a
+# VM, dumped here by 'perf report -D' (it prints the records and no
+# symbols, which this machine would get wrong), for tests/host/perfdump.py.
+perf_dump() {
+	"$top/build/perf/perf" report -D -i "$1" > "$2" 2>&1 ||
+		{ echo "perf_dump: perf report -D -i $1 failed:" >&2; tail -5 "$2" >&2; return 1; }
+}
+
 # scenarios_of <command>: the scenarios of tests/scenarios.list that this
 # command (test, demo, bench) runs, comma-separated.
 scenarios_of() {

@@ -62,20 +62,6 @@ check() {
 
 # The test VMs: "vm<N> <scenario,...>" lines (tests/scenarios.list).
 vms=$(vms_of test)
-# run_vms: boot every test VM at once, each with its scenarios and results
-# in build/results/vm<N> (each QEMU is one thread: one core each); their
-# messages are prefixed with the VM's name.  Fails if any VM failed.
-run_vms() {
-	local vm list pids=() p rc=0
-	while read -r vm list; do
-		( scripts/run-vm.sh test build/initramfs-demo.cpio.gz "$res/$vm" 2400 "$list" 2>&1 |
-			sed -u "s/^/$vm: /" ) &
-		pids+=($!)
-	done <<< "$vms"
-	for p in "${pids[@]}"; do wait "$p" || rc=1; done
-	return $rc
-}
-
 if [ "${1:-}" = --judge ]; then
 	# Judge the results of the last run again (after editing a checker).
 	:
@@ -94,7 +80,7 @@ stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
 	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
 rm -rf "$res"
-stage --judge-anyway vm run_vms
+stage --judge-anyway vm run_vms test 2400 "$res" "$vms"
 fi
 
 # Judge on the host, VM by VM: the VM itself, then each scenario with its

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Judge the baseline scenario from the raw 'perf script -D' dump.
+"""Judge the baseline scenario from the raw dump of its recording (perf_dump).
 
 usage: check_baseline.py <dump> <guest ELF> <expect: stock|frames>
 

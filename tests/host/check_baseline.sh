@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The baseline scenario: its guest callchains in the raw dump
+# The baseline scenario: its guest callchains in the raw dump (perf_dump)
 # (check_baseline.py: exact frames, exact markers), then perf tools on the
 # recording: 'perf kvm script' and 'perf kvm report -g' resolve the guest
 # frames with the guest binary's symbols and print them in the right order,
@@ -16,6 +16,7 @@ sed 's/^/# /' "$res/baseline.log"
 # Stock 6.12 (no series in patches/) must record no guest frame at all.
 expect=stock
 ls "$top"/patches/0*.patch >/dev/null 2>&1 && expect=frames
+perf_dump "$data" "$res/baseline.D" || tap_not_ok "baseline: no raw dump of its recording"
 "$(dirname "$0")/check_baseline.py" "$res/baseline.D" "$elf" "$expect" || tap_failed=$((tap_failed + 1))
 ptest=$("$perf" test 'Guest callchains' 2>&1)
 echo "$ptest" | sed 's/^/    /'

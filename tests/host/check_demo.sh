@@ -1,9 +1,11 @@
-#!/bin/sh
+#!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The demo scenario: a real Linux guest's recording and live profile
 # (check_demo.py).
 # usage: check_demo.sh <results dir> <checkout> [<guest build> <arch>]
 res=$1 top=$2 name=demo guest=${3:-guest}
 [ -n "${4:-}" ] && name=demo-$4
+. "$top/scripts/lib.sh"
 sed 's/^/# /' "$res/$name.log"
+perf_dump "$res/$name.data" "$res/$name.D" || echo "not ok - $name: no raw dump of its recording"
 exec "$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" "$res/$name.top" ${4:+"$4"}

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Samples from a raw 'perf script -D' dump, and kernel symbols from a
-System.map, for the host-side checks."""
+"""Samples from the raw dump of a recording ('perf report -D', lib.sh's
+perf_dump), and kernel symbols from a System.map, for the host-side
+checks."""
 import bisect
 import re
 

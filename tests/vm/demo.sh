@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # The demo, inside the L1 host: boot a real Linux guest (L2) with QEMU/KVM,
 # record it from the host with 'perf kvm --guest record -g' while its
-# workload runs, and save the recording ($1.data) and its raw dump ($1.D);
-# then profile it live with 'perf kvm --guest top -g' ($1.top).
+# workload runs, and save the recording ($1.data); then profile it live
+# with 'perf kvm --guest top -g' ($1.top).  The host (outside the VM)
+# dumps and judges them.
 # $2: the directory of the guest's bzImage and initramfs (default /demo).
 out=$1
 guest=${2:-/demo}
@@ -46,5 +47,3 @@ wait $qemu
 echo "demo: L2 console:"
 cat /tmp/l2.log
 cp /tmp/demo.data "$out.data"
-perf script -i /tmp/demo.data -D > "$out.D" 2>&1
-echo "demo: $(grep -c PERF_RECORD_SAMPLE "$out.D") samples"
