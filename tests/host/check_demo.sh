@@ -6,6 +6,7 @@
 res=$1 top=$2 name=demo guest=${3:-guest}
 [ -n "${4:-}" ] && name=demo-$4
 . "$top/scripts/lib.sh"
+. "$top/tests/lib/tap.sh"
 sed 's/^/# /' "$res/$name.log"
-perf_dump "$res/$name.data" "$res/$name.D" || echo "not ok - $name: no raw dump of its recording"
+perf_dump "$res/$name.data" "$res/$name.D" || tap_not_ok "$name: no raw dump of its recording"
 exec "$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" "$res/$name.top" ${4:+"$4"}
