@@ -30,7 +30,11 @@ for p in "${pkgs[@]}" "$@"; do
 	want=${p#*=}
 	[ "$want" = "$p" ] && want=
 	st=$(dpkg-query -W -f='${Status} ${Version}' "${p%%=*}" 2>/dev/null || true)
-	case "$st" in "install ok installed ${want:-}"*) ;; *) missing+=("$p") ;; esac
+	case "$st" in "install ok installed ${want:-}"*) continue ;; esac
+	# A machine with another vendor's Node.js (e.g. NodeSource's, which
+	# conflicts with Debian's npm) already has the npm command.
+	[ "$p" = npm ] && command -v npm >/dev/null && continue
+	missing+=("$p")
 done
 if [ ${#missing[@]} != 0 ]; then
 	echo "deps: installing ${missing[*]}"
