@@ -175,6 +175,17 @@ def main():
     for stack, n in hot.most_common(12):
         print(f"  {n:6d}  {stack}")
 
+    # Where the chains end, and how many go on past an interrupt or
+    # exception entry into the context it interrupted (the unwinder follows
+    # the guest's pt_regs frames).
+    ends = collections.Counter(c[-1] or "?" for c in chains if c)
+    print(f"{tag}: where the guest kernel chains end: " +
+          ", ".join(f"{name} {n}" for name, n in ends.most_common(6)))
+    crossed = [c for c in chains if c and any(n and n.startswith("asm_") for n in c[:-1])]
+    print(f"{tag}: {len(crossed)}/{len(gk)} guest-kernel chains go on past an interrupt "
+          f"or exception entry" + (f", e.g. {' <- '.join(n or '?' for n in crossed[0])}"
+                                   if crossed else ""))
+
     check = Checks()
 
     check(gk and len(deep) > len(gk) / 2,
