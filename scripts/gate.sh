@@ -129,7 +129,7 @@ done
 # the series builds without a warning, the objects of the warned .c files,
 # or the whole of arch_gate_dirs if a warning is in a header (any file
 # including it may be the one).  With an empty ccache, building base in
-# full for every configuration cost 705 s (README).  Leaves base checked out.
+# full for every configuration cost 654-705 s.  Leaves base checked out.
 base_warnings() {
 	local f targets=()
 	: > "$obj/warnings.base"
