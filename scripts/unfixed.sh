@@ -25,7 +25,7 @@ for p in "${pats[@]}"; do
 	c=$(git -C "$tree" log --format=%h --grep="$p" base.."$branch")
 	[ "$(echo "$c" | wc -w)" = 1 ] || { echo "unfixed: '$p' matches $(echo "$c" | wc -w) commits, not one" >&2; exit 1; }
 	echo "unfixed: reverting $(git -C "$tree" log -1 --format='%h %s' "$c")"
-	git -C "$tree" revert -q --no-edit "$c"
+	git -C "$tree" revert --no-edit "$c" > /dev/null
 done
 # Start from the test kernel's objects: only what the reverts touch is
 # rebuilt (kbuild's commands hold no path of the object directory).
