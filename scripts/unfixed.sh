@@ -19,7 +19,8 @@ initrd=$top/build/initramfs-demo.cpio.gz
 [ -f "$initrd" ] || { echo "unfixed: $initrd missing: run 'make test' first" >&2; exit 1; }
 [ -z "$(git -C "$tree" status --porcelain)" ] || { echo "unfixed: build/linux has uncommitted changes" >&2; exit 1; }
 branch=$(git -C "$tree" symbolic-ref --short HEAD)
-trap 'git -C "$tree" checkout -q "$branch"' EXIT
+# A revert that conflicts stops the run; the tree goes back to its branch.
+trap 'git -C "$tree" revert --abort 2>/dev/null; git -C "$tree" checkout -q "$branch"' EXIT
 git -C "$tree" checkout -q -B unfixed "$branch"
 for p in "${pats[@]}"; do
 	c=$(git -C "$tree" log --format=%h --grep="$p" base.."$branch")
