@@ -26,6 +26,8 @@ step "building the guest kernel (L2)" scripts/build-kernel.sh x86_64 guest confi
 step "building the 32-bit guest kernel (L2, i386)" \
 	scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 step "building perf" scripts/build-perf.sh
+step "building the guests' own perf" scripts/build-perf.sh --guest x86_64
+step "building the 32-bit guest's own perf" scripts/build-perf.sh --guest i386
 step "building the selftests" scripts/build-selftests.sh
 step "packing the guests' initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 step "packing the 32-bit guest's initramfs" scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
@@ -45,8 +47,10 @@ show() {
 	cp "$(sysmap_of "$2")" "$3/guest-System.map"
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
 	perf_dump "$r/$1.data" "$r/$1.D"
+	perf_dump "$r/$1.self.data" "$r/$1.self.D"
+	cp "$r/$1.self.data" "$3/perf.data.guest-own"
 	step "resolving the guest's call stacks ($1)" \
-		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$r/$1.top" ${4:-}
+		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$3/guest-vmlinux" "$r/$1.top" "$r/$1.self.D" ${4:-}
 	cp "$r/$1.top" "$3/perf-kvm-top.txt"
 	echo "== demo: perf kvm --guest --guestvmlinux=$3/guest-vmlinux report -g (top of it)"
 	build/perf/perf kvm --guest --guestvmlinux="$3/guest-vmlinux" -i "$3/perf.data.guest" \

@@ -8,10 +8,10 @@
 #	the same, plus QEMU and a Linux guest (L2: the kernel build named
 #	<kernel>, with its System.map) for the demo, and a 32-bit one (in
 #	/demo/i386);
-#   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox and
-#	its workload);
+#   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox, its
+#	workload and its own perf, build-perf.sh --guest x86_64);
 #   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
-#	(its workload as one static i386 program).
+#	(its workload as one static i386 program, and its own perf).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -24,12 +24,14 @@ if [ "${2:-}" = --guest ]; then
 	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
 	cp /bin/busybox "$root/bin/busybox"
 	cp "$top/tests/demo/l2-init" "$root/init"
+	strip -o "$root/bin/perf" "$top/build/perf-x86_64/perf"
 	chmod +x "$root/init"
 	pack
 	exit 0
 fi
 if [ "${2:-}" = --guest-i386 ]; then
-	mkdir -p "$root"/{dev,proc,tmp}
+	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
+	strip -o "$root/bin/perf" "$top/build/perf-i386/perf"
 	arch_load i386
 	"$arch_user_cc" -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
 		-o "$root/init" "$top/tests/demo/l2-init-i386.c"

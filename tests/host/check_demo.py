@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Judge the demo's recording of a real Linux guest from its raw dump.
 
-usage: check_demo.py <raw dump (perf_dump)> <guest System.map> <perf top output> [i386]
+usage: check_demo.py <raw dump (perf_dump)> <guest System.map> <guest vmlinux>
+                     <perf top output>
+                     <raw dump of the guest's own recording> [i386]
 
 Resolves every guest-kernel frame with the guest kernel's symbols, prints the
 hottest guest call stacks (callers last), and checks that most guest-kernel
@@ -16,13 +18,16 @@ do_int80_syscall_32 and their entries, and every guest-kernel address is a
 (64-bit guest), guest kernel ([g]) entries that resolve to the guest's
 symbols, in whose callchains every guest kernel address resolves, and a
 guest kernel entry whose callchain holds the syscall path in caller order.
-Prints TAP lines.
+Last, the fidelity of the recording: the host's profile of the guest
+against the guest's own (fidelity.py).  Prints TAP lines.
 """
 import collections
 import re
 import sys
 
-from perfdump import CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, Checks, SystemMap, samples
+from fidelity import fidelity
+from perfdump import (CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER, Checks,
+                      SystemMap, samples)
 
 GUEST_KERNEL = next(k for k, v in CONTEXTS.items() if v == "GUEST_KERNEL")
 
@@ -141,8 +146,8 @@ def check_top(check, path, smap, arch, tag):
 
 
 def main():
-    dump, smap, top = sys.argv[1:4]
-    arch = sys.argv[4] if len(sys.argv) > 4 else "x86_64"
+    dump, smap, vmlinux, top, self_dump = sys.argv[1:6]
+    arch = sys.argv[6] if len(sys.argv) > 6 else "x86_64"
     tag = "demo" if arch == "x86_64" else f"demo {arch}"
     try:
         smap = SystemMap(smap)
@@ -213,6 +218,14 @@ def main():
         check(n > 0, f"{tag}: {n} samples show {' <- '.join('|'.join(p) for p in path)} "
                      f"in caller order")
     check_top(check, top, smap, arch, tag)
+    try:
+        own = list(samples(self_dump))
+    except OSError as e:
+        check(False, f"{tag}: fidelity: no recording of the guest's own: {e}")
+    else:
+        fidelity(check, tag, all_s, own, sym,
+                 (MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER),
+                 vmlinux)
     return 0 if check.ok else 1
 
 

@@ -9,4 +9,8 @@ res=$1 top=$2 name=demo guest=${3:-guest}
 . "$top/tests/lib/tap.sh"
 sed 's/^/# /' "$res/$name.log"
 perf_dump "$res/$name.data" "$res/$name.D" || tap_not_ok "$name: no raw dump of its recording"
-exec "$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" "$res/$name.top" ${4:+"$4"}
+perf_dump "$res/$name.self.data" "$res/$name.self.D" ||
+	tap_not_ok "$name: no raw dump of the guest's own recording"
+exec "$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" \
+	"$top/build/obj-$guest/vmlinux" \
+	"$res/$name.top" "$res/$name.self.D" ${4:+"$4"}

@@ -11,7 +11,7 @@ CONTEXTS = {
     0xfffffffffffff800: "GUEST", 0xfffffffffffff780: "GUEST_KERNEL",
     0xfffffffffffff600: "GUEST_USER",
 }
-MISC_GUEST_KERNEL, MISC_GUEST_USER = 4, 5
+MISC_KERNEL, MISC_USER, MISC_GUEST_KERNEL, MISC_GUEST_USER = 1, 2, 4, 5
 
 _HEAD = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): \S+: (0x[0-9a-f]+)")
 _ENTRY = re.compile(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$")

@@ -1,0 +1,23 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Two guests at once: the 64-bit (/demo) and the 32-bit (/demo/i386) demo
+# guests run side by side, both on CPU 0, and one system-wide
+# 'perf kvm --guest record -a -g' records them both ($1.data).  $1.pids
+# names each guest's QEMU process ("<pid> guest" and "<pid> guest-i386"):
+# the host resolves each guest's samples with that guest's symbols
+# (perf kvm --guestmount) and checks that every sample went to the right
+# guest.
+. /tests/l2.sh
+out=$1
+echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
+l2_start /demo /tmp/l2-a.log
+a=$l2_pid
+l2_start /demo/i386 /tmp/l2-b.log
+b=$l2_pid
+l2_wait $a /tmp/l2-a.log "start its workload (64-bit guest)" 180 'L2: workload start'
+l2_wait $b /tmp/l2-b.log "start its workload (32-bit guest)" 180 'L2: workload start'
+printf '%s guest\n%s guest-i386\n' $a $b > "$out.pids"
+perf kvm --guest record -a -g -e cpu-clock -o /tmp/guests2.data -- sleep 8 || exit 1
+kill $a $b
+wait $a $b
+cp /tmp/guests2.data "$out.data"
