@@ -19,7 +19,8 @@ lands where the guest turns them on again; the host's samples land
 anywhere the guest runs.  So, in both profiles alike:
   irq-off     samples where the guest's own code says its interrupts are
               off (IrqModel: the entry code, hard interrupt handlers,
-              cli ... sti in a function or in what it calls) are left out;
+              cli ... sti in a function or in the functions it calls)
+              are left out;
   irq-enable  samples at the points where a held-off interrupt lands
               (after an sti and its shadow, after a popf) are left out;
   idle        samples in the guest's idle loop (do_idle) are left out: the
@@ -46,6 +47,9 @@ ENTERED_OFF = ("asm_", "entry_SYSCALL_64", "entry_SYSENTER_32", "entry_INT80_32"
                "handle_exception", "common_interrupt_return", "restore_all_switch_stack",
                "native_irq_return_iret", "sync_regs", "error_entry", "irq_entries_start",
                "spurious_entries_start", "__handle_irq")
+# The C functions the entry code calls with interrupts off.
+ENTRY_C = ("exc_", "common_interrupt", "sysvec_", "spurious_interrupt", "do_syscall_64",
+           "do_int80_syscall_32", "do_fast_syscall_32", "do_SYSENTER_32")
 BOTTOM = ("entry_SYSCALL_64", "entry_SYSENTER_32", "entry_INT80_32", "ret_from_fork",
           "asm_")
 INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*([0-9a-f]*)(?:\s+<([^>+]+)>)?")
@@ -142,10 +146,19 @@ class IrqModel:
         state, restore = "on", None
         for i in range(len(frames) - 1, -1, -1):
             if names[i].startswith(ENTERED_OFF):
-                # An exception keeps what it interrupted, for its handler.
+                # An exception keeps what it interrupted, for its handler:
+                # that turns interrupts on only if they were on there.
                 restore = state if names[i].startswith("asm_exc_") else None
                 state = "off"
                 continue
+            if restore == "off":
+                continue
+            if names[i].startswith(ENTRY_C):
+                state = "off"
+                if i == len(frames) - 1:
+                    # A chain that ends here shows no entry frame: the
+                    # entry came from user mode, where interrupts are on.
+                    restore = "on"
             # A return address follows its call: stop before that call.
             until = frames[i] if i == 0 else frames[i] - 1
             key = (names[i], state, until, restore)

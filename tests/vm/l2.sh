@@ -19,15 +19,14 @@ l2_start() {
 }
 
 # l2_wait <QEMU PID> <console log> <what> <seconds> <console line>: wait
-# for the guest to print the line; if it does not within <seconds>, or its
-# QEMU ends, say so with its console, stop it and exit 1.  It looks every
-# 0.1 s: the fidelity check starts and stops the host's recording on the
-# guest's lines.
+# for the guest to print the line; if it does not within <seconds> (of
+# wall time), or its QEMU ends, say so with its console, stop it and exit
+# 1.  It looks every 0.1 s: the fidelity check starts and stops the
+# host's recording on the guest's lines.
 l2_wait() {
-	n=0
+	end=$(($(date +%s) + $4))
 	until grep -q "$5" "$2" 2>/dev/null; do
-		n=$((n + 1))
-		if [ $n -gt $(($4 * 10)) ] || ! kill -0 "$1" 2>/dev/null; then
+		if [ "$(date +%s)" -ge $end ] || ! kill -0 "$1" 2>/dev/null; then
 			echo "L2 did not $3 within $4 s; its console ($2):"
 			cat "$2"
 			kill "$1" 2>/dev/null	# not left running into the next scenario
