@@ -47,10 +47,16 @@ show() {
 	cp "$(sysmap_of "$2")" "$3/guest-System.map"
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
 	perf_dump "$r/$1.data" "$r/$1.D"
-	perf_dump "$r/$1.self.data" "$r/$1.self.D"
-	cp "$r/$1.self.data" "$3/perf.data.guest-own"
+	# The guest's own recording, where it made one (not the i386 guest).
+	local self=-
+	if [ -e "$r/$1.self.data" ]; then
+		self=$r/$1.self.D
+		perf_dump "$r/$1.self.data" "$self"
+		cp "$r/$1.self.data" "$3/perf.data.guest-own"
+	fi
 	step "resolving the guest's call stacks ($1)" \
-		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$3/guest-vmlinux" "$r/$1.top" "$r/$1.self.D" ${4:-}
+		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$3/guest-vmlinux" \
+		"$r/$1.top" "$self" ${4:-}
 	cp "$r/$1.top" "$3/perf-kvm-top.txt"
 	echo "== demo: perf kvm --guest --guestvmlinux=$3/guest-vmlinux report -g (top of it)"
 	build/perf/perf kvm --guest --guestvmlinux="$3/guest-vmlinux" -i "$3/perf.data.guest" \

@@ -47,6 +47,8 @@ ENTERED_OFF = ("asm_", "entry_SYSCALL_64", "entry_SYSENTER_32", "entry_INT80_32"
                "handle_exception", "common_interrupt_return", "restore_all_switch_stack",
                "native_irq_return_iret", "sync_regs", "error_entry", "irq_entries_start",
                "spurious_entries_start", "__handle_irq")
+# Exception entries (the i386 kernel's common one is handle_exception).
+EXCEPTION = ("asm_exc_", "handle_exception")
 # The C functions the entry code calls with interrupts off.
 ENTRY_C = ("exc_", "common_interrupt", "sysvec_", "spurious_interrupt", "do_syscall_64",
            "do_int80_syscall_32", "do_fast_syscall_32", "do_SYSENTER_32")
@@ -148,7 +150,7 @@ class IrqModel:
             if names[i].startswith(ENTERED_OFF):
                 # An exception keeps what it interrupted, for its handler:
                 # that turns interrupts on only if they were on there.
-                restore = state if names[i].startswith("asm_exc_") else None
+                restore = state if names[i].startswith(EXCEPTION) else None
                 state = "off"
                 continue
             if restore == "off":

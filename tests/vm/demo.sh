@@ -6,34 +6,48 @@
 # with 'perf kvm --guest top -g' ($1.top).  Meanwhile the guest records
 # itself with its own perf and writes that recording to its virtio disk;
 # saved as $1.self.data.  The host (outside the VM) dumps and judges them.
-# $2: the directory of the guest's bzImage and initramfs (default /demo).
+# $2: the directory of the guest's bzImage and initramfs (default /demo);
+# $3: "self" (the default) for the guest to record itself, "no-self" for
+# a recording of the host's alone, 8 s long.
 . /tests/l2.sh
 out=$1
 guest=${2:-/demo}
+self=${3:-self}
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
 start=$(date +%s)
-rm -f /tmp/l2-self.img
-truncate -s 64M /tmp/l2-self.img	# the guest's own recording (sparse)
 # L2 runs on the VM's CPU 0 and is recorded there: 'perf kvm record -a'
-# would also record the idle CPU 1.
-l2_start "$guest" /tmp/l2.log -drive file=/tmp/l2-self.img,format=raw,if=virtio
+# would also record the idle CPU 1.  The guest records itself when it has
+# a disk to hand its recording over on.
+if [ "$self" = self ]; then
+	rm -f /tmp/l2-self.img
+	truncate -s 64M /tmp/l2-self.img	# the guest's own recording (sparse)
+	l2_start "$guest" /tmp/l2.log -drive file=/tmp/l2-self.img,format=raw,if=virtio
+else
+	l2_start "$guest" /tmp/l2.log
+fi
 qemu=$l2_pid
 l2_wait $qemu /tmp/l2.log "start its workload" 120 'L2: workload start'
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
-# The guest records itself for 12 s; the host records the same interval,
-# from the guest's line that opens it to the line that closes it.
-l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open'
-perf kvm --guest record -C 0 -g -e cpu-clock -o /tmp/demo.data &
-rec=$!
-l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed'
-kill -INT $rec
-wait $rec
-rc=$?	# perf record ends by raising the SIGINT it caught: 130
-[ $rc = 0 ] || [ $rc = 130 ] || { echo "demo: perf kvm record failed ($rc)"; exit 1; }
-l2_wait $qemu /tmp/l2.log "save its own recording" 60 'L2: self-record saved'
-size=$(tr -d '\r' < /tmp/l2.log | sed -n 's/^L2: self-record saved (\([0-9]*\) bytes)/\1/p')
-head -c "$size" /tmp/l2-self.img > "$out.self.data"
-echo "demo: the guest's own recording: $size bytes"
+if [ "$self" = self ]; then
+	# The guest records itself for 12 s; the host records the same
+	# interval, from the guest's line that opens it to the line that
+	# closes it.
+	l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
+	perf kvm --guest record -C 0 -g -e cpu-clock -o /tmp/demo.data &
+	rec=$!
+	l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed' 0.1
+	kill -INT $rec
+	wait $rec
+	rc=$?	# perf record ends by raising the SIGINT it caught: 130
+	[ $rc = 0 ] || [ $rc = 130 ] || { echo "demo: perf kvm record failed ($rc)"; exit 1; }
+	l2_wait $qemu /tmp/l2.log "save its own recording" 60 'L2: self-record saved'
+	size=$(tr -d '\r' < /tmp/l2.log |
+		sed -n 's/^L2: self-record saved (\([0-9]*\) bytes)/\1/p')
+	head -c "$size" /tmp/l2-self.img > "$out.self.data"
+	echo "demo: the guest's own recording: $size bytes"
+else
+	perf kvm --guest record -C 0 -g -e cpu-clock -o /tmp/demo.data -- sleep 8 || exit 1
+fi
 # The same guest in 'perf kvm top', live, with the guest's System.map as
 # its kallsyms: the stdio profile every 5 s, for 20 s, stopped by SIGINT,
 # callchains (-g) shown down to 0.05 %

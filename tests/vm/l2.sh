@@ -18,11 +18,12 @@ l2_start() {
 	l2_pid=$!
 }
 
-# l2_wait <QEMU PID> <console log> <what> <seconds> <console line>: wait
-# for the guest to print the line; if it does not within <seconds> (of
-# wall time), or its QEMU ends, say so with its console, stop it and exit
-# 1.  It looks every 0.1 s: the fidelity check starts and stops the
-# host's recording on the guest's lines.
+# l2_wait <QEMU PID> <console log> <what> <seconds> <console line>
+# [<interval>]: wait for the guest to print the line, looking every
+# <interval> seconds (default 1); if it does not within <seconds> (of wall
+# time), or its QEMU ends, say so with its console, stop it and exit 1.
+# The fidelity check starts and stops the host's recording on the guest's
+# lines, looking every 0.1 s; a boot is looked for every second, as before.
 l2_wait() {
 	end=$(($(date +%s) + $4))
 	until grep -q "$5" "$2" 2>/dev/null; do
@@ -32,6 +33,6 @@ l2_wait() {
 			kill "$1" 2>/dev/null	# not left running into the next scenario
 			exit 1
 		fi
-		sleep 0.1
+		sleep "${6:-1}"
 	done
 }
