@@ -27,7 +27,6 @@ step "building the 32-bit guest kernel (L2, i386)" \
 	scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 step "building perf" scripts/build-perf.sh
 step "building the guests' own perf" scripts/build-perf.sh --guest x86_64
-step "building the 32-bit guest's own perf" scripts/build-perf.sh --guest i386
 step "building the selftests" scripts/build-selftests.sh
 step "packing the guests' initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 step "packing the 32-bit guest's initramfs" scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386

@@ -3,10 +3,7 @@
  * /init of the demo's 32-bit (i386) L2 guest.  A 32-bit kernel cannot run
  * the host's 64-bit busybox, so the workload of l2-init is one static i386
  * program: tmpfs file writes and reads, a pipe between two processes and a
- * checksum pass over the data, until the L1 host stops the guest.  As
- * l2-init does, it records itself with its own perf (a static i386 build)
- * while the host records it, and hands the recording to the host on its
- * virtio disk.
+ * checksum pass over the data, until the L1 host stops the guest.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,77 +69,14 @@ static void pipe_round(void)
 		waitpid(pid, NULL, 0);
 }
 
-/* The guest's own recording, as l2-init makes it; 0 if it was saved. */
-static int self_record(void)
+int main(void)
 {
-	char *argv[] = { "/bin/perf", "record", "-q", "-a", "-g", "-e", "cpu-clock",
-			 "-F", "1000", "-B", "-N", "-o", "/tmp/self.data", "--",
-			 "/init", "window", NULL };
-	static char data[1 << 16];
-	int status, in, out;
-	long total = 0;
-	ssize_t n;
-	pid_t pid;
-
-	printf("L2: self-record start\n");
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		return 1;
-	in = open("/tmp/self.data", O_RDONLY);
-	out = open("/dev/vda", O_WRONLY);
-	if (in < 0 || out < 0)
-		return 1;
-	while ((n = read(in, data, sizeof(data))) > 0) {
-		if (write(out, data, n) != n)
-			return 1;
-		total += n;
-	}
-	if (n < 0 || fsync(out))
-		return 1;
-	printf("L2: self-record saved (%ld bytes)\n", total);
-	fflush(stdout);
-	return 0;
-}
-
-int main(int argc, char *argv[])
-{
-	pid_t pid;
-
-	/*
-	 * perf's workload: the interval it records, its ends on the console
-	 * for the host to record the same interval.
-	 */
-	if (argc > 1 && !strcmp(argv[1], "window")) {
-		printf("L2: self-record window open\n");
-		fflush(stdout);
-		sleep(12);
-		printf("L2: self-record window closed\n");
-		fflush(stdout);
-		return 0;
-	}
 	mount("proc", "/proc", "proc", 0, NULL);
-	mount("sysfs", "/sys", "sysfs", 0, NULL);
-	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 	mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
 	printf("L2: workload start\n");
 	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		for (;;) {
-			file_round();
-			pipe_round();
-		}
+	for (;;) {
+		file_round();
+		pipe_round();
 	}
-	if (!access("/dev/vda", W_OK) && self_record()) {
-		printf("L2: self-record FAILED\n");
-		fflush(stdout);
-	}
-	for (;;)
-		pause();
 }
