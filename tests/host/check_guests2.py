@@ -16,30 +16,10 @@ Prints TAP lines.
 import re
 import sys
 
-from perfdump import CONTEXTS, MISC_GUEST_KERNEL, Checks, SystemMap
+from perfdump import CONTEXTS, MISC_GUEST_KERNEL, Checks, SystemMap, samples
 
 GUEST_KERNEL = next(k for k, v in CONTEXTS.items() if v == "GUEST_KERNEL")
-HEAD = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): (\d+)/\d+: (0x[0-9a-f]+)")
-ENTRY = re.compile(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$")
 SCRIPT = re.compile(r"^\s*(\d+)\s+([0-9a-f]+)\s+(\S+)")
-
-
-def samples(dump):
-    """Yield (cpumode, pid, ip, [callchain]) for each sample of the dump."""
-    cur = None
-    with open(dump, errors="replace") as f:
-        for line in f:
-            m = HEAD.search(line)
-            if m:
-                if cur:
-                    yield cur
-                cur = (int(m.group(1), 16) & 7, int(m.group(2)), int(m.group(3), 16), [])
-                continue
-            m = ENTRY.match(line.strip())
-            if cur and m:
-                cur[3].append(int(m.group(1), 16))
-    if cur:
-        yield cur
 
 
 def main():
@@ -51,7 +31,7 @@ def main():
     check = Checks()
     per = {pid: [] for pid in guests}
     other = 0
-    for mode, pid, ip, chain in samples(dump):
+    for mode, pid, ip, chain in samples(dump, pid=True):
         if mode != MISC_GUEST_KERNEL:
             continue
         if pid in per:

@@ -13,12 +13,13 @@ CONTEXTS = {
 }
 MISC_KERNEL, MISC_USER, MISC_GUEST_KERNEL, MISC_GUEST_USER = 1, 2, 4, 5
 
-_HEAD = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): \S+: (0x[0-9a-f]+)")
+_HEAD = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): (-?\d+)/\S+: (0x[0-9a-f]+)")
 _ENTRY = re.compile(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$")
 
 
-def samples(dump):
-    """Yield (cpumode, ip, [callchain]) for each PERF_RECORD_SAMPLE."""
+def samples(dump, pid=False):
+    """Yield (cpumode, ip, [callchain]) for each PERF_RECORD_SAMPLE; with
+    pid, (cpumode, pid, ip, [callchain])."""
     cur = None
     with open(dump, errors="replace") as f:
         for line in f:
@@ -26,11 +27,12 @@ def samples(dump):
             if m:
                 if cur:
                     yield cur
-                cur = (int(m.group(1), 16) & 7, int(m.group(2), 16), [])
+                cur = (int(m.group(1), 16) & 7,) + ((int(m.group(2)),) if pid else ()) + \
+                    (int(m.group(3), 16), [])
                 continue
             m = _ENTRY.match(line.strip())
             if cur and m:
-                cur[2].append(int(m.group(1), 16))
+                cur[-1].append(int(m.group(1), 16))
     if cur:
         yield cur
 
