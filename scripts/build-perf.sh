@@ -19,8 +19,6 @@ if [ "${1:-}" = --guest ]; then
 	cc=$arch_user_cc
 	args=("${arch_make[@]}" "${no[@]}" NO_LIBELF=1 NO_LIBTRACEEVENT=1 NO_LIBPYTHON=1
 		NO_ZLIB=1 NO_LIBDEBUGINFOD=1 NO_DEMANGLE=1 LDFLAGS=-static)
-	# perf links its parts with $(CROSS_COMPILE)ld -r: the target's binutils.
-	[ "$arch" = i386 ] && args+=(CROSS_COMPILE=i686-linux-gnu-)
 else
 	out=$top/build/perf
 	cc=gcc
