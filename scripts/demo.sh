@@ -46,9 +46,10 @@ show() {
 	cp "$(sysmap_of "$2")" "$3/guest-System.map"
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
 	perf_dump "$r/$1.data" "$r/$1.D"
-	# The guest's own recording, where it made one (not the i386 guest).
+	# The guest's own recording, where the scenario asked for one
+	# (tests/vm/demo.sh, $1.mode; not the i386 guest).
 	local self=-
-	if [ -e "$r/$1.self.data" ]; then
+	if [ "$(cat "$r/$1.mode")" = self ]; then
 		self=$r/$1.self.D
 		perf_dump "$r/$1.self.data" "$self"
 		cp "$r/$1.self.data" "$3/perf.data.guest-own"

@@ -22,6 +22,10 @@ pkgs=(
 	pkgconf libdw-dev libtraceevent-dev python3 python3-dev python3-ply
 	# the test VM and the guests inside it
 	qemu-system-x86 busybox-static
+	# the VMX VM: Bochs (its terminal display, as the one display that
+	# pulls in no GUI toolkit; the VM runs headless on its VNC display),
+	# its BIOSes, and its boot CD (grub-mkrescue)
+	bochs bochs-term bochsbios vgabios grub-common grub-pc-bin xorriso mtools
 	# perf's flame graph template (package.json) from the npm registry
 	npm ca-certificates
 )

@@ -51,17 +51,20 @@ host_cc="ccache gcc"
 #   arch_gate_dirs  the directories the gate builds for it
 # and, for an architecture the test VM runs on: arch_qemu, arch_machine
 # (QEMU's machine options), arch_smp <cpus>, arch_console, arch_append (its
-# kernel command line).  Sets arch (the name) and arch_kmake, the make
-# arguments of a kernel build for it.
+# kernel command line); for one Bochs runs (the Bochs VM, vmx): arch_bochs_cpu
+# (its CPU model), arch_bochs_ips (its instructions per emulated second),
+# arch_bochs_append (its kernel command line).  Sets arch (the name) and
+# arch_kmake, the make arguments of a kernel build for it.
 arch_load() {
 	local f=$top/scripts/arch/$1.sh
 	if [ ! -f "$f" ]; then
 		echo "arch: no record $f; there are: $(cd "$top/scripts/arch" && ls | sed 's/\.sh$//' | tr '\n' ' ')" >&2
 		return 1
 	fi
-	unset -f arch_smp arch_append
+	unset -f arch_smp arch_append arch_bochs_append
 	arch_make=() arch_machine=()
 	arch_cc='' arch_image='' arch_user_cc='' arch_gate_dirs='' arch_qemu='' arch_console=''
+	arch_bochs_cpu='' arch_bochs_ips=''
 	# shellcheck source=scripts/arch/x86_64.sh
 	. "$f"
 	arch=$1
@@ -111,15 +114,18 @@ perf_flamegraph() (
 
 # run_vms <kernel> <limit> <results dir> <vms>: boot the VMs all at once
 # (each QEMU is one thread, so one core each), one per line of <vms>,
-# "<name> <scenario,...>", with <kernel>'s build and the test initramfs;
+# "<name> <scenario,...>", with <kernel>'s build and the test initramfs
+# (the Bochs VM: the one without the demo's guests, which it does not run);
 # each runs its scenarios within <limit> seconds, leaves its results in
 # <results dir>/<name> and prefixes its output with its name.  Fails if
 # any of them failed.
 run_vms() {
-	local vm list pids=() p rc=0
+	local vm list initrd pids=() p rc=0
 	while read -r vm list; do
 		[ -n "$vm" ] || continue
-		( "$top/scripts/run-vm.sh" "$1" "$top/build/initramfs-demo.cpio.gz" "$3/$vm" "$2" "$list" 2>&1 |
+		initrd=$top/build/initramfs-demo.cpio.gz
+		[ "$(machine_of "$vm")" = bochs ] && initrd=$top/build/initramfs.cpio.gz
+		( WB_MACHINE=$(machine_of "$vm") "$top/scripts/run-vm.sh" "$1" "$initrd" "$3/$vm" "$2" "$list" 2>&1 |
 			sed -u "s/^/$vm: /" ) &
 		pids+=($!)
 	done <<< "$4"
@@ -142,10 +148,20 @@ scenarios_of() {
 		END { print "" }' "$top/tests/scenarios.list"
 }
 # vms_of <command>: the same scenarios grouped by the test VM that runs
-# them (the list's vm column), one line per VM: "vm<N> <scenario,...>".
+# them (the list's vm column), one line per VM: "vm<N> <scenario,...>", and
+# "vmx <scenario,...>" for the Bochs VM.
 vms_of() {
 	awk -v c="$1" '!/^#/ && NF >= 4 && ("," $3 ",") ~ ("," c ",") {
-			if (!($4 in list)) order[n++] = $4
-			list[$4] = list[$4] (list[$4] == "" ? "" : ",") $1 }
-		END { for (i = 0; i < n; i++) print "vm" order[i], list[order[i]] }' "$top/tests/scenarios.list"
+			vm = $4 ~ /^[0-9]+$/ ? "vm" $4 : $4
+			if (!(vm in list)) order[n++] = vm
+			list[vm] = list[vm] (list[vm] == "" ? "" : ",") $1 }
+		END { for (i = 0; i < n; i++) print order[i], list[order[i]] }' "$top/tests/scenarios.list"
+}
+# machine_of <vm>: the emulator of a test VM: bochs for vmx (an Intel CPU
+# with VMX), qemu for the others (TCG's AMD CPU with SVM).
+machine_of() {
+	case $1 in
+	vmx) echo bochs ;;
+	*) echo qemu ;;
+	esac
 }

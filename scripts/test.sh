@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The README's test command: install, build the tree with the series, the
-# kernel, perf and the KVM selftests, boot the test VMs (side by side), run
-# KUnit (at boot), the selftests and the scenarios in them, judge the
-# results on the host.
+# kernel, perf and the KVM selftests, boot the test VMs (the QEMU ones side
+# by side, then the Bochs one), run KUnit (at boot), the selftests and the
+# scenarios in them, judge the results on the host.
 # With --judge, only judges the results of the last run again.
 # Every check is a TAP line (tests/lib/tap.sh); ends with
 # 'N passed, N failed[, N skipped]' and exits non-zero on any failure.
@@ -60,7 +60,8 @@ check() {
 		tap_not_ok "$name: exited with $rc and reported no failure" | record
 }
 
-# The test VMs: "vm<N> <scenario,...>" lines (tests/scenarios.list).
+# The test VMs: "vm<N> <scenario,...>" lines, and "vmx <scenario,...>"
+# (tests/scenarios.list).
 vms=$(vms_of test)
 if [ "${1:-}" = --judge ]; then
 	# Judge the results of the last run again (after editing a checker).
@@ -78,10 +79,13 @@ stage guest-perf scripts/build-perf.sh --guest x86_64
 stage selftests scripts/build-selftests.sh
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
+stage initramfs scripts/mkinitramfs.sh build/initramfs.cpio.gz
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
 	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
 rm -rf "$res"
-stage --judge-anyway vm run_vms test 2400 "$res" "$vms"
+# The QEMU VMs side by side (one core each), then the Bochs VM alone.
+stage --judge-anyway vm run_vms test 2400 "$res" "$(grep -v '^vmx ' <<< "$vms")"
+stage --judge-anyway vmx run_vms test 1200 "$res" "$(grep '^vmx ' <<< "$vms")"
 fi
 
 # Judge on the host, VM by VM: the VM itself, then each scenario with its

@@ -28,3 +28,18 @@ arch_append() {
 }
 arch_user_cc=gcc
 arch_gate_dirs="arch/x86/events/ arch/x86/kvm/ kernel/events/ kernel/bpf/"
+# The Bochs VM (vmx): Bochs 2.7's Skylake-X, an Intel CPU with VMX, EPT and
+# unrestricted guests, so that kvm_intel runs the VMX path QEMU's TCG cannot.
+# Bochs counts time in instructions (clock: sync=none) and its TSC ticks once
+# per instruction, while Linux would believe the model's CPUID (1.5 GHz):
+# tsc_early_khz makes the kernel's second the emulator's, arch_bochs_ips
+# instructions.  clearcpuid: features the model lists but Bochs does not
+# emulate as Linux expects: the APERF/MPERF MSRs (Bochs logs every read);
+# HT, whose CPUID leaf 1 and 4 counts disagree (WARNING in parse_legacy());
+# XSAVEC and XSAVES, whose compacted size in CPUID 0xd.1 is the standard
+# one (WARNING "XSAVE consistency problem" in fpu__init_system_xstate()).
+arch_bochs_cpu=corei7_skylake_x
+arch_bochs_ips=100000000
+arch_bochs_append() {
+	echo "nokaslr no5lvl tsc_early_khz=$((arch_bochs_ips / 1000)) tsc=reliable clearcpuid=aperfmperf,ht,xsaves,xsavec"
+}

@@ -18,6 +18,7 @@
 #include "processor.h"
 
 #define SPIN_ITERATIONS	2000000UL
+#define X86_EFLAGS_IF	(1u << 9)
 
 static volatile uint64_t spin_count;
 
@@ -62,9 +63,18 @@ int main(int argc, char *argv[])
 	struct timespec start, now;
 	unsigned long rounds = 0;
 	int seconds = argc > 1 ? atoi(argv[1]) : 3;
+	struct kvm_regs regs;
 	struct ucall uc;
 
 	vm = vm_create_with_one_vcpu(&vcpu, guest_code);
+	/*
+	 * Interrupts on, as a guest kernel mostly runs: KVM injects none here,
+	 * and an emulated VMX (Bochs 2.7) holds the host's interrupts while the
+	 * guest has IF clear, so that the spin would get no samples there.
+	 */
+	vcpu_regs_get(vcpu, &regs);
+	regs.rflags |= X86_EFLAGS_IF;
+	vcpu_regs_set(vcpu, &regs);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
 		vcpu_run(vcpu);

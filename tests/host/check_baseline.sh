@@ -42,9 +42,9 @@ want = ["guest_code", "spin_top", "spin_mid", "spin_leaf"]
 sys.exit(0 if any(lines[i:i + 4] == want for i in range(len(lines))) else 1)' <<< "$report"
 
 # perf's flamegraph script, on the guest recording, with the npm template.
-rm -rf "$top/build/results-flamegraph"
-perf_flamegraph "$data" "$elf" "$top/build/results-flamegraph" | sed 's/^/# /'
-html=$top/build/results-flamegraph/flamegraph.html
+rm -rf "$res/flamegraph"
+perf_flamegraph "$data" "$elf" "$res/flamegraph" | sed 's/^/# /'
+html=$res/flamegraph/flamegraph.html
 check "the flame graph of the guest recording holds guest_code, spin_top, spin_mid, spin_leaf" \
 	python3 -c '
 import json, re, sys

@@ -7,8 +7,12 @@ res=$(realpath "$1") top=$2 scenarios=$3
 . "$top/tests/lib/tap.sh"
 vm=$(basename "$res")
 cpus=$(cat "$res/cpus" 2>/dev/null || echo '?') wanted=$(cat "$res/cpus.wanted" 2>/dev/null || echo '?')
-tap_check "$vm: the VM (L1 host) runs on the $wanted CPU(s) QEMU gives it (it has $cpus)" test "$cpus" = "$wanted"
-tap_check "$vm: /dev/kvm present in the VM (kvm_amd loaded)" grep -qx yes "$res/kvm"
+tap_check "$vm: the VM (L1 host) runs on the $wanted CPU(s) its emulator gives it (it has $cpus)" test "$cpus" = "$wanted"
+tap_check "$vm: /dev/kvm present in the VM (kvm_amd or kvm_intel loaded)" grep -qx yes "$res/kvm"
+echo "# $vm: $(tr '\n' ' ' < "$res/kvm.params" 2>/dev/null)"
+# The Bochs VM is there for the VMX path with EPT: kvm_intel must have both.
+[ "$vm" != vmx ] || tap_check "$vm: kvm_intel runs guests with EPT and unrestricted guests" \
+	test "$(grep -cx -e ept=Y -e unrestricted_guest=Y "$res/kvm.params" 2>/dev/null)" = 2
 for sc in ${scenarios//,/ }; do
 	rc=$(cat "$res/$sc.rc" 2>/dev/null || echo none)
 	[ "$rc" = 0 ] || tap_not_ok "$vm: scenario $sc exited with $rc"
