@@ -53,7 +53,8 @@ host_cc="ccache gcc"
 # (QEMU's machine options), arch_smp <cpus>, arch_console, arch_append (its
 # kernel command line); for one Bochs runs (the Bochs VM, vmx): arch_bochs_cpu
 # (its CPU model), arch_bochs_ips (its instructions per emulated second),
-# arch_bochs_append (its kernel command line).  Sets arch (the name) and
+# arch_bochs_append (its kernel command line), arch_bochs_freq (the sample
+# rate of its recordings, for the scenarios that choose one).  Sets arch (the name) and
 # arch_kmake, the make arguments of a kernel build for it.
 arch_load() {
 	local f=$top/scripts/arch/$1.sh
@@ -64,7 +65,7 @@ arch_load() {
 	unset -f arch_smp arch_append arch_bochs_append
 	arch_make=() arch_machine=()
 	arch_cc='' arch_image='' arch_user_cc='' arch_gate_dirs='' arch_qemu='' arch_console=''
-	arch_bochs_cpu='' arch_bochs_ips=''
+	arch_bochs_cpu='' arch_bochs_ips='' arch_bochs_freq=''
 	# shellcheck source=scripts/arch/x86_64.sh
 	. "$f"
 	arch=$1

@@ -56,7 +56,7 @@ if [ "$machine" = qemu ]; then
 		-serial file:"$out/console.log" -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" \
 		-virtfs local,path="$out",mount_tag=wbout,security_model=none,id=wbout \
-		-append "console=$arch_console panic=-1 $(arch_append) wb.vm=$(basename "$out") wb.run=$run" \
+		-append "console=$arch_console panic=-1 $(arch_append) wb.machine=qemu wb.vm=$(basename "$out") wb.run=$run" \
 		</dev/null &
 else
 	mkdir -p "$mon/iso/boot/grub"
@@ -67,7 +67,7 @@ else
 	serial --unit=0 --speed=115200
 	terminal_output serial
 	menuentry wb {
-		linux /boot/kernel console=ttyS0,115200 panic=-1 $(arch_bochs_append) wb.out=ttyS1 wb.beat=ttyS2 wb.vm=$(basename "$out") wb.run=$run
+		linux /boot/kernel console=ttyS0,115200 panic=-1 $(arch_bochs_append) wb.out=ttyS1 wb.beat=ttyS2 wb.machine=bochs wb.freq=$arch_bochs_freq wb.vm=$(basename "$out") wb.run=$run
 		initrd /boot/initrd
 	}
 	EOF

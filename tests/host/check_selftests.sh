@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # The selftests scenario: one result per test of tests/selftests.list; a
 # skip of a test marked 'required', or of one of its sub-cases, is a failure.
-# In the Bochs VM's results (vmx), only the tests marked vmx.
+# In the results of a VM under Bochs (its machine file), only the tests
+# marked bochs.
 # usage: check_selftests.sh <results dir> <checkout>
 res=$1 top=$2
 . "$top/tests/lib/tap.sh"
 grep -v '^  ' "$res/selftests.log" | sed 's/^/# /'
-vm=$(basename "$(realpath "$res")")
+machine=$(cat "$res/machine" 2>/dev/null)
 while read -r t req flags; do
 	[ -z "$t" ] || [ "${t#\#}" != "$t" ] && continue
-	[ "$vm" != vmx ] || case " $req $flags " in *" vmx "*) ;; *) continue ;; esac
+	[ "$machine" != bochs ] || case " $req $flags " in *" bochs "*) ;; *) continue ;; esac
 	line=$(grep -E "^(ok|not ok|skip) $t( |$)" "$res/selftests.log")
 	# A required test's own sub-case skips count too (kselftest exits 0 on them).
 	subskip=$(grep -E "^  $t: ok [0-9]+ .*# SKIP" "$res/selftests.log" | sed "s|^  $t: ||")

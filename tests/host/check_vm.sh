@@ -10,8 +10,10 @@ cpus=$(cat "$res/cpus" 2>/dev/null || echo '?') wanted=$(cat "$res/cpus.wanted" 
 tap_check "$vm: the VM (L1 host) runs on the $wanted CPU(s) its emulator gives it (it has $cpus)" test "$cpus" = "$wanted"
 tap_check "$vm: /dev/kvm present in the VM (kvm_amd or kvm_intel loaded)" grep -qx yes "$res/kvm"
 echo "# $vm: $(tr '\n' ' ' < "$res/kvm.params" 2>/dev/null)"
-# The Bochs VM is there for the VMX path with EPT: kvm_intel must have both.
-[ "$vm" != vmx ] || tap_check "$vm: kvm_intel runs guests with EPT and unrestricted guests" \
+# Bochs is there for the VMX path with EPT: kvm_intel must have both.
+machine=$(cat "$res/machine" 2>/dev/null || echo '?')
+tap_check "$vm: the VM says which emulator runs it ($machine)" grep -qxE 'qemu|bochs' "$res/machine"
+[ "$machine" != bochs ] || tap_check "$vm: kvm_intel runs guests with EPT and unrestricted guests" \
 	test "$(grep -cx -e ept=Y -e unrestricted_guest=Y "$res/kvm.params" 2>/dev/null)" = 2
 for sc in ${scenarios//,/ }; do
 	rc=$(cat "$res/$sc.rc" 2>/dev/null || echo none)

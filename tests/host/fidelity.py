@@ -71,8 +71,13 @@ class IrqModel:
                              capture_output=True, text=True, check=True).stdout
         self.funcs = {}         # name: [(address, op, call target name)]
         self.code = []          # (address, op, target) of all, in order
-        cur = None
+        # The entry code's section: all of it runs with interrupts off.
+        self.entry_text = set()
+        cur, section = None, None
         for line in out.splitlines():
+            if line.startswith("Disassembly of section "):
+                section = line[len("Disassembly of section "):].rstrip(":")
+                continue
             m = FUNC.match(line)
             if m:
                 cur = self.funcs.setdefault(m[2], [])
@@ -82,6 +87,8 @@ class IrqModel:
                 insn = (int(m[1], 16), m[2], m[4] if m[2].startswith("call") else None, m[3])
                 cur.append(insn)
                 self.code.append(insn)
+                if section == ".entry.text":
+                    self.entry_text.add(insn[0])
         self.effect = {}
         self.memo = {}
 
@@ -144,7 +151,13 @@ class IrqModel:
         """The guest's interrupt state where a chain (addresses and names,
         leaf first) was sampled: from its outermost frame in, each frame's
         function run up to its call of the next (the leaf: up to the
-        sampled address)."""
+        sampled address).  A sample in the entry code's section is off,
+        whatever its chain says: the CPU entered it with interrupts off
+        (a syscall, or an interrupt gate), and it returns to the
+        interrupted context with them still off (error_return,
+        restore_regs_and_return_to_kernel, ...)."""
+        if frames[0] in self.entry_text:
+            return "off"
         state, restore = "on", None
         for i in range(len(frames) - 1, -1, -1):
             if names[i].startswith(ENTERED_OFF):

@@ -8,11 +8,8 @@
 out=$1
 [ -w /sys/module/kvm/parameters/guest_callchains ] && echo Y > /sys/module/kvm/parameters/guest_callchains
 # perf mmaps its input, which the 9p share does not support: work in /tmp.
-# The Bochs VM (wb.vm=vmx) runs about 10^8 instructions a second, and a
-# sample costs it tens of thousands: at perf's default 4000 Hz its
-# cpu-clock hrtimer once kept it from making progress.  1000 Hz there.
-freq=
-grep -q 'wb\.vm=vmx' /proc/cmdline && freq="-F 1000"
-# shellcheck disable=SC2086
-perf kvm --guest record -o /tmp/baseline.data -e cpu-clock $freq -g -- /wb/guest_spin 3 || exit 1
+# wb.freq: the machine's sample rate where perf's default is too much for
+# it (scripts/arch/*.sh, arch_bochs_freq).
+freq=$(sed -n 's/.*wb\.freq=\([0-9]*\).*/\1/p' /proc/cmdline)
+perf kvm --guest record -o /tmp/baseline.data -e cpu-clock ${freq:+-F $freq} -g -- /wb/guest_spin 3 || exit 1
 cp /tmp/baseline.data "$out.data"

@@ -21,22 +21,39 @@ start=$(date +%s)
 # would also record the idle CPU 1.  The guest records itself when it has
 # a disk to hand its recording over on.
 if [ "$self" = self ]; then
-	rm -f /tmp/l2-self.img
+	rm -f /tmp/l2-self.img /tmp/l2-ctl.in /tmp/l2-ctl.out
 	truncate -s 64M /tmp/l2-self.img	# the guest's own recording (sparse)
-	l2_start "$guest" /tmp/l2.log -drive file=/tmp/l2-self.img,format=raw,if=virtio
+	# The guest's second serial port: the host's word that ends its window.
+	mkfifo /tmp/l2-ctl.in /tmp/l2-ctl.out
+	l2_boot "$guest" /tmp/l2.log "start its workload" 120 \
+		-drive file=/tmp/l2-self.img,format=raw,if=virtio -serial pipe:/tmp/l2-ctl
 else
-	l2_start "$guest" /tmp/l2.log
+	l2_boot "$guest" /tmp/l2.log "start its workload" 120
 fi
 qemu=$l2_pid
-l2_wait $qemu /tmp/l2.log "start its workload" 120 'L2: workload start'
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
 if [ "$self" = self ]; then
-	# The guest records itself for 12 s; the host records the same
-	# interval, from the guest's line that opens it to the line that
-	# closes it.
-	l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
-	perf kvm --guest record -C 0 -g -e cpu-clock -o /tmp/demo.data &
+	# The guest records itself, the host the same interval: from the
+	# guest's line that opens it, 8 s of the host's time; then the host
+	# tells the guest to close it.  perf takes seconds to start here, so
+	# the host's recording starts before, with its events off (-D -1), and
+	# its control FIFO turns them on and off (perf acks each command on
+	# the other FIFO, which fd 4 holds open: perf's open of it for
+	# writing would block without a reader).
+	rm -f /tmp/perf-ctl /tmp/perf-ack
+	mkfifo /tmp/perf-ctl /tmp/perf-ack
+	exec 4<>/tmp/perf-ack
+	perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
+		-C 0 -g -e cpu-clock -o /tmp/demo.data &
 	rec=$!
+	trap 'kill -INT $rec 2>/dev/null' EXIT	# not left running if L2 fails
+	l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
+	echo enable > /tmp/perf-ctl
+	read -r _ <&4
+	sleep 8
+	echo disable > /tmp/perf-ctl
+	read -r _ <&4
+	echo close > /tmp/l2-ctl.in
 	l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed' 0.1
 	kill -INT $rec
 	wait $rec

@@ -10,12 +10,10 @@
 . /tests/l2.sh
 out=$1
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
-l2_start /demo /tmp/l2-a.log
+l2_boot /demo /tmp/l2-a.log "start its workload (64-bit guest)" 120
 a=$l2_pid
-l2_start /demo/i386 /tmp/l2-b.log
+l2_boot /demo/i386 /tmp/l2-b.log "start its workload (32-bit guest)" 120
 b=$l2_pid
-l2_wait $a /tmp/l2-a.log "start its workload (64-bit guest)" 180 'L2: workload start'
-l2_wait $b /tmp/l2-b.log "start its workload (32-bit guest)" 180 'L2: workload start'
 printf '%s guest\n%s guest-i386\n' $a $b > "$out.pids"
 # perf kvm's guest directory: <QEMU pid>/proc/kallsyms per guest (its
 # System.map), from which perf kvm record writes each guest kernel's map

@@ -3,11 +3,11 @@
 # Run the KVM selftests listed in /tests/selftests.list; one result line each:
 #   ok <test> | not ok <test> (rc N) | skip <test> (reason)
 # Exit codes follow kselftest: 0 pass, 4 skip, anything else fails.
-# In the Bochs VM (wb.vm=vmx) only the tests marked vmx.
+# Under Bochs (wb.machine=bochs) only the tests marked bochs.
 cd /selftests || exit 1
-vm=$(sed -n 's/.*wb\.vm=\([^ ]*\).*/\1/p' /proc/cmdline)
+machine=$(sed -n 's/.*wb\.machine=\([^ ]*\).*/\1/p' /proc/cmdline)
 grep -v '^#' /tests/selftests.list | sed '/^$/d' | while read -r t flags; do
-	[ "$vm" != vmx ] || case " $flags " in *" vmx "*) ;; *) continue ;; esac
+	[ "$machine" != bochs ] || case " $flags " in *" bochs "*) ;; *) continue ;; esac
 	timeout 300 ./$t > /tmp/st.log 2>&1
 	rc=$?
 	sed "s|^|  $t: |" /tmp/st.log
