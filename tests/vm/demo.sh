@@ -34,30 +34,33 @@ qemu=$l2_pid
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
 if [ "$self" = self ]; then
 	# The guest records itself, the host the same interval: from the
-	# guest's line that opens it, 8 s of the host's time; then the host
+	# guest's line that opens it, 16 s of the host's time; then the host
 	# tells the guest to close it.  perf takes seconds to start here, so
 	# the host's recording starts before, with its events off (-D -1), and
-	# its control FIFO turns them on and off (perf acks each command on
-	# the other FIFO, which fd 4 holds open: perf's open of it for
-	# writing would block without a reader).
+	# its control FIFO turns them on and off; perf acks each command on
+	# the other FIFO.  The shell holds all three FIFOs open read-write
+	# (fds 3, 4, 5), so no write here blocks on a perf or a QEMU that
+	# has died; a missing ack is waited for 30 s.
 	rm -f /tmp/perf-ctl /tmp/perf-ack
 	mkfifo /tmp/perf-ctl /tmp/perf-ack
-	exec 4<>/tmp/perf-ack
+	exec 3<>/tmp/perf-ctl 4<>/tmp/perf-ack 5<>/tmp/l2-ctl.in
 	perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
 		-C 0 -g -e cpu-clock -o /tmp/demo.data &
 	rec=$!
-	trap 'kill -INT $rec 2>/dev/null' EXIT	# not left running if L2 fails
+	# Not left running into the next scenario if this one fails.
+	trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
 	l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
-	echo enable > /tmp/perf-ctl
-	read -r _ <&4
-	sleep 8
-	echo disable > /tmp/perf-ctl
-	read -r _ <&4
-	echo close > /tmp/l2-ctl.in
+	for cmd in enable disable; do
+		echo $cmd >&3
+		read -t 30 -r _ <&4 || { echo "demo: perf kvm record did not ack '$cmd'"; exit 1; }
+		[ $cmd = disable ] || sleep 16
+	done
+	echo close >&5
 	l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed' 0.1
 	kill -INT $rec
 	wait $rec
 	rc=$?	# perf record ends by raising the SIGINT it caught: 130
+	trap - EXIT
 	[ $rc = 0 ] || [ $rc = 130 ] || { echo "demo: perf kvm record failed ($rc)"; exit 1; }
 	l2_wait $qemu /tmp/l2.log "save its own recording" 60 'L2: self-record saved'
 	size=$(tr -d '\r' < /tmp/l2.log |

@@ -12,6 +12,7 @@ out=$1
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
 l2_boot /demo /tmp/l2-a.log "start its workload (64-bit guest)" 120
 a=$l2_pid
+trap 'kill $a 2>/dev/null' EXIT	# not left running if the second fails
 l2_boot /demo/i386 /tmp/l2-b.log "start its workload (32-bit guest)" 120
 b=$l2_pid
 printf '%s guest\n%s guest-i386\n' $a $b > "$out.pids"

@@ -11,7 +11,8 @@ l2_start() {
 	l2_dir=$1 l2_log=$2
 	shift 2
 	rm -f "$l2_log"	# a previous guest's console would say it started
-	taskset -c 0 qemu-system-x86_64 -enable-kvm -cpu qemu64 -m 256M -smp 1 -nodefaults \
+	taskset -c 0 qemu-system-x86_64 -name l2,debug-threads=on \
+		-enable-kvm -cpu qemu64 -m 256M -smp 1 -nodefaults \
 		-no-user-config -display none -monitor none -serial "file:$l2_log" \
 		-no-reboot -kernel "$l2_dir/bzImage" -initrd "$l2_dir/initramfs.cpio.gz" "$@" \
 		-append "console=ttyS0 panic=-1 nokaslr tsc_early_khz=$(sed -n 's/.*tsc_early_khz=\([0-9]*\).*/\1/p' /proc/cmdline) tsc=reliable no_timer_check io_delay=none quiet" &
@@ -38,14 +39,16 @@ l2_stuck() {
 	echo "L2 did not $3 within $4 s; its console ($2):"
 	cat "$2"
 	if kill -0 "$1" 2>/dev/null; then
-		echo "L2's QEMU threads (state, kernel function):"
+		echo "L2's QEMU threads (state, kernel function, name):"
 		for t in /proc/$1/task/*; do
-			echo "  $(cut -d' ' -f3 $t/stat) $(cat $t/wchan 2>/dev/null) $(cat $t/comm)"
+			echo "  $(sed -n 's/^State:[[:space:]]*//p' $t/status)" \
+				"$(cat $t/wchan 2>/dev/null) $(cat $t/comm)"
 		done
 		echo "L2's exits over 2 s (count, reason, guest RIP):"
 		perf record -q -e kvm:kvm_exit -p "$1" -o /tmp/l2-stuck.data -- sleep 2 2>&1
 		perf script -i /tmp/l2-stuck.data -F trace 2>&1 |
-			awk '{ print $4, $6 }' | sort | uniq -c | sort -rn | head -8
+			sed -n 's/.*reason \(.*\) rip \(0x[0-9a-f]*\).*/\1 \2/p' |
+			sort | uniq -c | sort -rn | head -8
 	fi
 	kill "$1" 2>/dev/null	# not left running into the next scenario
 }
@@ -61,21 +64,24 @@ l2_wait() {
 }
 
 # l2_boot <guest dir> <console log> <what> <seconds> [QEMU options...]:
-# l2_start, and wait for the guest's workload to start.  A boot that
-# prints nothing at all within <seconds> is stopped, said (l2_stuck, and
-# the line "L2 boot retried" that the host's checks report) and retried,
-# once: under nested TCG about one L2 boot in ten hangs before its first
-# console line, before any perf event exists (README, "Known flakes").
-# A guest that got as far as printing and then stopped is not retried.
+# l2_start, and wait for the guest's workload to start.  A guest whose QEMU
+# still runs after <seconds> without a single console line is stopped,
+# said (l2_stuck, and "L2 boot retried", which the host's checks flag as
+# a FLAKE) and started again, once: under nested TCG 2 of 30 L2 boots
+# hung that way (README, "The test VM").  A guest that printed something,
+# or whose QEMU ended, is not retried.
 l2_boot() {
 	l2_dir=$1 l2_log=$2 l2_what=$3 l2_secs=$4
 	shift 4
 	for l2_try in 1 2; do
 		l2_start "$l2_dir" "$l2_log" "$@"
 		l2_poll $l2_pid "$l2_log" "$l2_secs" 'L2: workload start' && return
+		l2_hung=no
+		kill -0 $l2_pid 2>/dev/null && [ ! -s "$l2_log" ] && l2_hung=yes
 		l2_stuck $l2_pid "$l2_log" "$l2_what" "$l2_secs"
 		wait $l2_pid
-		if [ $l2_try = 2 ] || [ -s "$l2_log" ]; then
+		echo "L2's QEMU exited with $?"
+		if [ $l2_try = 2 ] || [ $l2_hung = no ]; then
 			exit 1
 		fi
 		echo "L2 boot retried: the first boot printed nothing within $l2_secs s"
