@@ -11,8 +11,10 @@ tap_check "$vm: the VM (L1 host) runs on the $wanted CPU(s) its emulator gives i
 tap_check "$vm: /dev/kvm present in the VM (kvm_amd or kvm_intel loaded)" grep -qx yes "$res/kvm"
 echo "# $vm: $(tr '\n' ' ' < "$res/kvm.params" 2>/dev/null)"
 # Bochs is there for the VMX path with EPT: kvm_intel must have both.
+. "$top/scripts/lib.sh"
 machine=$(cat "$res/machine" 2>/dev/null || echo '?')
-tap_check "$vm: the VM says which emulator runs it ($machine)" grep -qxE 'qemu|bochs' "$res/machine"
+tap_check "$vm: the VM ran under the emulator run_vms chose for it ($(machine_of "$vm"); it says $machine)" \
+	test "$machine" = "$(machine_of "$vm")"
 [ "$machine" != bochs ] || tap_check "$vm: kvm_intel runs guests with EPT and unrestricted guests" \
 	test "$(grep -cx -e ept=Y -e unrestricted_guest=Y "$res/kvm.params" 2>/dev/null)" = 2
 for sc in ${scenarios//,/ }; do
