@@ -19,6 +19,8 @@ if [ "${1:-}" = --guest ]; then
 	cc=$arch_user_cc
 	args=("${arch_make[@]}" "${no[@]}" NO_LIBELF=1 NO_LIBTRACEEVENT=1 NO_LIBPYTHON=1
 		NO_ZLIB=1 NO_LIBDEBUGINFOD=1 NO_DEMANGLE=1 LDFLAGS=-static)
+	# perf links its objects with ld -r: the architecture's own ld.
+	[ -z "$arch_user_cross" ] || args+=(CROSS_COMPILE="$arch_user_cross")
 else
 	out=$top/build/perf
 	cc=gcc

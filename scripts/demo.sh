@@ -27,6 +27,7 @@ step "building the 32-bit guest kernel (L2, i386)" \
 	scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 step "building perf" scripts/build-perf.sh
 step "building the guests' own perf" scripts/build-perf.sh --guest x86_64
+step "building the 32-bit guest's own perf" scripts/build-perf.sh --guest i386
 step "building the selftests" scripts/build-selftests.sh
 step "packing the guests' initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 step "packing the 32-bit guest's initramfs" scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
@@ -47,7 +48,7 @@ show() {
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
 	perf_dump "$r/$1.data" "$r/$1.D"
 	# The guest's own recording, where the scenario asked for one
-	# (tests/vm/demo.sh, $1.mode; not the i386 guest).
+	# (tests/vm/demo.sh, $1.mode).
 	local self=-
 	if [ "$(cat "$r/$1.mode")" = self ]; then
 		self=$r/$1.self.D

@@ -48,6 +48,8 @@ host_cc="ccache gcc"
 #   arch_cc         its kernel's C compiler (run through ccache)
 #   arch_image      the boot image, relative to a kernel's object directory
 #   arch_user_cc    the compiler of static programs for its guests
+#   arch_user_cross the prefix of its binutils (ld, ar, strip) for them, if
+#                   the host's do not build them
 #   arch_gate_dirs  the directories the gate builds for it
 # and, for an architecture the test VM runs on: arch_qemu, arch_machine
 # (QEMU's machine options), arch_smp <cpus>, arch_console, arch_append (its
@@ -64,7 +66,8 @@ arch_load() {
 	fi
 	unset -f arch_smp arch_append arch_bochs_append
 	arch_make=() arch_machine=()
-	arch_cc='' arch_image='' arch_user_cc='' arch_gate_dirs='' arch_qemu='' arch_console=''
+	arch_cc='' arch_image='' arch_user_cc='' arch_user_cross='' arch_gate_dirs='' arch_qemu=''
+	arch_console=''
 	arch_bochs_cpu='' arch_bochs_ips='' arch_bochs_freq=''
 	# shellcheck source=scripts/arch/x86_64.sh
 	. "$f"

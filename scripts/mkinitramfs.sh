@@ -11,7 +11,8 @@
 #   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox, its
 #	workload and its own perf, build-perf.sh --guest x86_64);
 #   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
-#	(its workload as one static i386 program).
+#	(its workload as one static i386 program, and its own perf,
+#	build-perf.sh --guest i386).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -30,10 +31,11 @@ if [ "${2:-}" = --guest ]; then
 	exit 0
 fi
 if [ "${2:-}" = --guest-i386 ]; then
-	mkdir -p "$root"/{dev,proc,tmp}
+	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
 	arch_load i386
 	"$arch_user_cc" -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
 		-o "$root/init" "$top/tests/demo/l2-init-i386.c"
+	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-i386/perf"
 	pack
 	exit 0
 fi

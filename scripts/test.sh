@@ -76,6 +76,7 @@ stage guest-kernel scripts/build-kernel.sh x86_64 guest configs/guest.config
 stage guest-kernel-i386 scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 stage perf scripts/build-perf.sh
 stage guest-perf scripts/build-perf.sh --guest x86_64
+stage guest-perf-i386 scripts/build-perf.sh --guest i386
 stage selftests scripts/build-selftests.sh
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386

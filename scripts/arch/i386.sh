@@ -5,4 +5,5 @@ arch_make=(ARCH=i386)
 arch_cc=gcc
 arch_image=arch/x86/boot/bzImage
 arch_user_cc=i686-linux-gnu-gcc
+arch_user_cross=i686-linux-gnu-
 arch_gate_dirs="arch/x86/events/ arch/x86/kvm/ kernel/events/ kernel/bpf/"

@@ -3,7 +3,12 @@
  * /init of the demo's 32-bit (i386) L2 guest.  A 32-bit kernel cannot run
  * the host's 64-bit busybox, so the workload of l2-init is one static i386
  * program: tmpfs file writes and reads, a pipe between two processes and a
- * checksum pass over the data, until the L1 host stops the guest.
+ * checksum pass over the data, until the L1 host stops the guest.  While it
+ * runs, the guest records itself with its own perf (a static i386 build,
+ * /bin/perf), as l2-init does: the window opens with a line on the console
+ * and closes when the host writes a line to the second serial port; the
+ * recording goes to the virtio disk (raw, from sector 0), its size to the
+ * console.  "/init window" is the program perf records around.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define FILE_SIZE	(1 << 20)
@@ -69,14 +75,100 @@ static void pipe_round(void)
 		waitpid(pid, NULL, 0);
 }
 
-int main(void)
+/* The recorded window: from its line on the console to the host's line. */
+static int window(void)
 {
+	int fd = open("/dev/ttyS1", O_RDONLY | O_NOCTTY);
+	struct termios t;
+	char c;
+
+	if (fd < 0 || tcgetattr(fd, &t)) {
+		perror("L2: /dev/ttyS1");
+		return 1;
+	}
+	cfmakeraw(&t);
+	t.c_cflag |= CLOCAL | CREAD;
+	if (tcsetattr(fd, TCSANOW, &t)) {
+		perror("L2: /dev/ttyS1");
+		return 1;
+	}
+	printf("L2: self-record window open\n");
+	fflush(stdout);
+	while (read(fd, &c, 1) == 1 && c != '\n')
+		;
+	printf("L2: self-record window closed\n");
+	fflush(stdout);
+	return 0;
+}
+
+/* Copy @from to the start of the block device @to; its size, or -1. */
+static long save(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY);
+	long size = 0;
+	ssize_t n;
+
+	if (in < 0 || out < 0)
+		return -1;
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (write(out, buf, n) != n)
+			return -1;
+		size += n;
+	}
+	if (n < 0 || fsync(out) || close(out))
+		return -1;
+	close(in);
+	return size;
+}
+
+static void self_record(void)
+{
+	char *argv[] = { "perf", "record", "-a", "-g", "-e", "cpu-clock", "-F", "1000",
+			 "-B", "-N", "-o", "/tmp/self.data", "--", "/init", "window", NULL };
+	int status = -1;
+	long size = -1;
+	pid_t pid;
+
+	printf("L2: self-record start\n");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		execv("/bin/perf", argv);
+		perror("L2: /bin/perf");
+		_exit(127);
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    !WEXITSTATUS(status))
+		size = save("/tmp/self.data", "/dev/vda");
+	if (size < 0)
+		printf("L2: self-record FAILED (perf status 0x%x)\n", status);
+	else
+		printf("L2: self-record saved (%ld bytes)\n", size);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct stat st;
+	pid_t pid;
+
+	if (argc > 1 && !strcmp(argv[1], "window"))
+		return window();
 	mount("proc", "/proc", "proc", 0, NULL);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 	mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
 	printf("L2: workload start\n");
 	fflush(stdout);
-	for (;;) {
-		file_round();
-		pipe_round();
+	pid = fork();
+	if (pid == 0) {
+		for (;;) {
+			file_round();
+			pipe_round();
+		}
 	}
+	if (!stat("/dev/vda", &st) && S_ISBLK(st.st_mode))
+		self_record();
+	for (;;)
+		pause();
 }

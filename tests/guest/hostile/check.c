@@ -89,7 +89,12 @@ static bool chain_ok(struct hcase *c, const uint64_t *rets, int e)
 		return e >= c->min_exp && e <= c->nr_exp &&
 		       !memcmp(rets, c->rets, (e - 1) * sizeof(*rets));
 	case EXP_REWRITE:
-		/* Only next[i] = f(i + 1) goes on, so ret k is from slot k. */
+		/*
+		 * Only next[i] = f(i + 1) leads to a return address: f(i) -
+		 * RW_STRIDE is a switch to slot i - 1, walked already, or for
+		 * slot 0 to zeros below the slots; the others stop the walk.
+		 * So ret k is from slot k.
+		 */
 		if (e > 1 + RW_SLOTS)
 			return false;
 		for (k = 0; k < e - 1; k++) {

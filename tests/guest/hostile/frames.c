@@ -63,7 +63,7 @@ static const struct frame_case kernel_frames[] = {
 			REC(A(0) + 0x200, 0, R3) },
 		.rbp = A(0), .rets = { R1, R2, R3 },
 	}, {
-		/* A = {B, R1}, B = {A, R2}: R2 recorded, then A <= B stops. */
+		/* A = {B, R1}, B = {A, R2}: R2 recorded, then A, walked already, stops. */
 		.name = "1 frames: cycle A->B->A",
 		.map = { TAIL_PAGE(1) },
 		.st = { REC(A(1), A(1) + 0x100, R1), REC(A(1) + 0x100, A(1), R2) },
@@ -75,11 +75,25 @@ static const struct frame_case kernel_frames[] = {
 		.st = { REC(A(2), A(2), R1) },
 		.rbp = A(2), .rets = { R1 },
 	}, {
-		/* A = {A - 0x100, R1}: descending stops after R1, the decoy is not read. */
-		.name = "1 frames: descending next",
+		/*
+		 * A = {A - 0x100, R1}, A - 0x100 = {A + 0x200, R2}: descending is
+		 * a stack switch; A + 0x200 lies above A, the walked part, and
+		 * holds {0, R3}.
+		 */
+		.name = "1 frames: descending next (a stack switch)",
 		.map = { TAIL_PAGE(3) },
-		.st = { REC(A(3), A(3) - 0x100, R1), REC(A(3) - 0x100, A(3) + 0x200, R9) },
-		.rbp = A(3), .rets = { R1 },
+		.st = { REC(A(3), A(3) - 0x100, R1), REC(A(3) - 0x100, A(3) + 0x200, R2),
+			REC(A(3) + 0x200, 0, R3) },
+		.rbp = A(3), .rets = { R1, R2, R3 },
+	}, {
+		/*
+		 * A = {A - 0x100, R1}, A - 0x100 = {A, R2}: a switch, then back up
+		 * into A, walked already: R2 is the last.
+		 */
+		.name = "1 frames: switch below, back into the walked stack",
+		.map = { TAIL_PAGE(17) },
+		.st = { REC(A(17), A(17) - 0x100, R1), REC(A(17) - 0x100, A(17), R2) },
+		.rbp = A(17), .rets = { R1, R2 },
 	}, {
 		/* A = {B + 4, R1}: misaligned next stops after R1. */
 		.name = "1 frames: misaligned next",
@@ -101,8 +115,8 @@ static const struct frame_case kernel_frames[] = {
 		.st = { REC(HIGH_BASE_PAGE + 0x800, 0, R9) },
 		.rbp = NONCANONICAL + 0x800,
 	}, {
-		/* 0x7ffffffff800 = {0x800000000800, R1}: non-canonical next, 2 KiB above. */
-		.name = "1 frames: non-canonical next 2 KiB above",
+		/* 0x7ffffffff800 = {0x800000000800, R1}: non-canonical next, 4 KiB above. */
+		.name = "1 frames: non-canonical next 4 KiB above",
 		.st = { REC(LOW_TOP_PAGE + 0x800, NONCANONICAL + 0x800, R1) },
 		.rbp = LOW_TOP_PAGE + 0x800, .rets = { R1 },
 	}, {
@@ -143,7 +157,7 @@ static const struct frame_case kernel_frames[] = {
 		.st = { REC(A(9), NEXT_2M(9) + 0x800, R1) },
 		.rbp = A(9), .rets = { R1 },
 	}, {
-		/* Lower half to upper half: gap and half both stop it after R1. */
+		/* Lower half to upper half: a switch, which the half stops after R1. */
 		.name = "1 frames: lower half -> upper half",
 		.map = { TAIL_PAGE(10) },
 		.st = { REC(A(10), HIGH_BASE_PAGE + 0x900, R1), REC(HIGH_BASE_PAGE + 0x900, 0, R9) },
@@ -184,12 +198,12 @@ static const struct frame_case kernel_frames[] = {
 		.st = { REC(A(13), A(13) + FRAME_MAX_GAP, R1), REC(A(13) + FRAME_MAX_GAP, 0, R2) },
 		.rbp = A(13), .rets = { R1, R2 },
 	}, {
-		/* A = {A + 1 MiB + 8, R1}: too far, R1 only. */
-		.name = "1 frames: next 1 MiB + 8 above",
+		/* A = {A + 1 MiB + 8, R1}: too far for one stack, a switch. */
+		.name = "1 frames: next 1 MiB + 8 above (a stack switch)",
 		.map = { TAIL_PAGE(14), PAGE_OF(A(14) + FRAME_MAX_GAP + 8) },
 		.st = { REC(A(14), A(14) + FRAME_MAX_GAP + 8, R1),
-			REC(A(14) + FRAME_MAX_GAP + 8, 0, R9) },
-		.rbp = A(14), .rets = { R1 },
+			REC(A(14) + FRAME_MAX_GAP + 8, 0, R2) },
+		.rbp = A(14), .rets = { R1, R2 },
 	}, {
 		/* A = {U, R1}, U in a user page: R1 only, the user record is not read. */
 		.name = "1 frames: kernel mode, next in a user page",
@@ -229,6 +243,19 @@ static const struct frame_case user_frames[] = {
 		.map = { TAIL_PAGE(2), NEXT_2M(2) }, .other_mode = NEXT_2M(2),
 		.st = { REC(A(2), NEXT_2M(2) + 0x100, R1), REC(NEXT_2M(2) + 0x100, 0, R9) },
 		.rbp = A(2), .rets = { R1 },
+	}, {
+		/* User chains do not switch stacks: R1 only. */
+		.name = "1 frames: user mode, descending next",
+		.map = { TAIL_PAGE(4) },
+		.st = { REC(A(4), A(4) - 0x100, R1), REC(A(4) - 0x100, 0, R9) },
+		.rbp = A(4), .rets = { R1 },
+	}, {
+		/* ... nor take a frame too far above for a switch: R1 only. */
+		.name = "1 frames: user mode, next 1 MiB + 8 above",
+		.map = { TAIL_PAGE(5), PAGE_OF(A(5) + FRAME_MAX_GAP + 8) },
+		.st = { REC(A(5), A(5) + FRAME_MAX_GAP + 8, R1),
+			REC(A(5) + FRAME_MAX_GAP + 8, 0, R9) },
+		.rbp = A(5), .rets = { R1 },
 	}, {
 		.name = "1 frames: user mode, RBP in a supervisor page",
 		.map = { TAIL_PAGE(3) }, .other_mode = TAIL_PAGE(3),

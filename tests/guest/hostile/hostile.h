@@ -155,7 +155,7 @@ struct hcase {
 	char note[1536];
 };
 
-#define MAX_CASES		64
+#define MAX_CASES		96
 extern struct hcase *cases[MAX_CASES];
 extern int nr_cases;
 

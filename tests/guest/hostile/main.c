@@ -16,7 +16,10 @@
  *    mapping of a memslot; if that fails, the walk stops;
  *  - a zero return address stops the walk and is not recorded;
  *  - otherwise the return address is recorded, and the walk goes on to next
- *    only if next > fp and next - fp <= 1 MiB;
+ *    only if next > fp and next - fp <= 1 MiB, or, in guest kernel mode, if
+ *    next is a stack switch: not in that range, neither 0 nor fp, at most
+ *    four per chain; and, after a switch, only if next lies outside the
+ *    parts of stacks walked already (each from its first frame to its last);
  *  - at most sample_max_stack entries follow the marker, the IP included.
  *
  * Every case below builds a frame chain whose callchain those rules fully
