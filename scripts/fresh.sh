@@ -96,5 +96,8 @@ rm -rf "$top/build/fresh-out" && cp -r "$root$src/out" "$top/build/fresh-out" 2>
 grep -ho 'ccache: [0-9]* hits.*' "$top/build/fresh-test.log" "$top/build/fresh-demo.log" | sed 's/^/fresh: /' || true
 took "total" "$t0"
 echo "fresh: make test $([ $rc_test = 0 ] && echo passed || echo FAILED), make demo $([ $rc_demo = 0 ] && echo passed || echo FAILED)"
+# What failed, last, where a CI log's tail shows it: the test command's
+# failed checks and guest_hostile's reasons for a failed case.
+grep -E '^  not ok|^#   FAIL' "$top/build/fresh-test.log" | sed 's/^ */fresh: /' || true
 grep -E '^[0-9]+ passed, [0-9]+ failed' "$top/build/fresh-test.log" | tail -1 || echo "0 passed, 1 failed (make test printed no summary)"
 [ $rc_test = 0 ] && [ $rc_demo = 0 ]

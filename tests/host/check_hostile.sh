@@ -8,7 +8,7 @@
 # usage: check_hostile.sh <results dir> <checkout>
 res=$(realpath "$1") top=$2
 . "$top/tests/lib/tap.sh"
-grep -E '^# .*(pass|FAIL|skip)$|^# (reference|Totals)' "$res/hostile.log"
+grep -E '^# .*(pass|FAIL|skip)$|^# (reference|Totals)|^#   FAIL' "$res/hostile.log"
 if [ ! -s "$res/hostile.tap" ]; then
 	tap_not_ok "hostile: no TAP output (rc $(cat "$res/hostile.rc" 2>/dev/null))"
 	exit 1

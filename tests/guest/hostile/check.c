@@ -121,6 +121,8 @@ void check_sample(struct hcase *c, uint16_t cpumode, uint64_t ip,
 	int e;
 
 	st->samples++;
+	bin = min_t(uint64_t, (wb_now_ms() - c->start_ms) / BIN_MS, NR_BINS - 1);
+	st->all_bins[bin]++;
 	if (pid != main_pid || tid != c->tid)
 		violation(c, "sample of another thread", ip, chain, nr);
 
@@ -136,8 +138,7 @@ void check_sample(struct hcase *c, uint16_t cpumode, uint64_t ip,
 	}
 
 	st->guest++;
-	bin = (wb_now_ms() - c->start_ms) / BIN_MS;
-	st->bins[min_t(uint64_t, bin, NR_BINS - 1)]++;
+	st->bins[bin]++;
 	spin = in_spin(c, ip);
 	st->in_spin += spin;
 
@@ -247,6 +248,10 @@ void report(struct hcase *c, const char *err)
 		       c->lat_max_us, c->lat_p99_us, c->lat_n);
 	if (c->note[0])
 		ksft_print_msg("  %s\n", c->note);
+	if (st->progress_bins)
+		ksft_print_msg("  progress: %d bins of %d ms from the first guest sample, %d without a guest sample, %d with fewer than %d samples of the vCPU thread (not judged)\n",
+			       st->progress_bins, BIN_MS, st->empty_bins, st->quiet_bins,
+			       BIN_MIN_SAMPLES);
 	print_expected(c);
 
 	c->pass = true;
@@ -281,22 +286,38 @@ void tap_finish(void)
 }
 
 /*
- * From the first guest sample on (a VM's first entries can take long), every
- * full bin of the run must have guest samples.
+ * The guest keeps running, and keeps being sampled, under a race: from the
+ * first guest sample on (a VM's first entries can take long), every full bin
+ * of the run in which the vCPU thread was sampled at least BIN_MIN_SAMPLES
+ * times has guest samples.  cpu-clock samples the thread only while it is on
+ * a CPU, so a bin with (almost) no sample of it says nothing about the guest:
+ * the thread was off its CPU, or this host (L1, itself an emulated VM) was
+ * not running for that long.  Such bins are counted and shown, not failed.
+ * A bin with that many samples of the thread and none in the guest is a
+ * failure: the vCPU thread ran, and spent all of it in the host.
  */
 const char *check_progress(struct hcase *c)
 {
-	static char buf[128];
+	static char buf[160];
+	struct stats *st = &c->st;
 	uint64_t i, first, full = c->run_ms / BIN_MS;
+	const char *err = NULL;
 
-	for (first = 0; first < NR_BINS && !c->st.bins[first]; first++)
+	for (first = 0; first < NR_BINS && !st->bins[first]; first++)
 		;
 	for (i = first + 1; i < full && i < NR_BINS; i++) {
-		if (!c->st.bins[i]) {
-			snprintf(buf, sizeof(buf), "no guest sample in %lu-%lu ms",
-				 i * BIN_MS, (i + 1) * BIN_MS);
-			return buf;
+		st->progress_bins++;
+		st->empty_bins += !st->bins[i];
+		if (st->all_bins[i] < BIN_MIN_SAMPLES) {
+			st->quiet_bins++;
+			continue;
+		}
+		if (!st->bins[i] && !err) {
+			snprintf(buf, sizeof(buf),
+				 "no guest sample in %lu-%lu ms, in which the vCPU thread had %lu host samples",
+				 i * BIN_MS, (i + 1) * BIN_MS, st->all_bins[i]);
+			err = buf;
 		}
 	}
-	return NULL;
+	return err;
 }

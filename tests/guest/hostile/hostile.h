@@ -31,9 +31,11 @@
 #define RUN_MS			1200
 #define RUN_MAX_MS		4000
 #define MIN_IN_SPIN		20
-/* Sample progress is tracked in bins of BIN_MS. */
+/* Sample progress is tracked in bins of BIN_MS of wall time. */
 #define BIN_MS			250
 #define NR_BINS			(RUN_MAX_MS / BIN_MS + 4)
+/* A bin is judged if it has this many samples of the vCPU thread (1 ms). */
+#define BIN_MIN_SAMPLES		(1000000 / SAMPLE_PERIOD_NS)
 
 /* A vCPU thread must be back from KVM_RUN within this after being told. */
 #define JOIN_TIMEOUT_S		20
@@ -112,7 +114,16 @@ struct stats {
 	uint64_t lost;
 	uint64_t throttled;
 	uint64_t hist[HIST_MAX + 2];
+	/* guest samples, and all samples of the thread, by bin */
 	uint64_t bins[NR_BINS];
+	uint64_t all_bins[NR_BINS];
+	/*
+	 * check_progress(): the bins it looks at, of them those without a
+	 * guest sample, and those with too few samples to judge
+	 */
+	int progress_bins;
+	int empty_bins;
+	int quiet_bins;
 	int longest;
 	uint64_t violations;
 	char why[1024];
