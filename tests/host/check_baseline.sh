@@ -18,9 +18,11 @@ expect=stock
 ls "$top"/patches/0*.patch >/dev/null 2>&1 && expect=frames
 perf_dump "$data" "$res/baseline.D" || tap_not_ok "baseline: no raw dump of its recording"
 "$(dirname "$0")/check_baseline.py" "$res/baseline.D" "$elf" "$expect" || tap_failed=$((tap_failed + 1))
-ptest=$("$perf" test 'Guest callchains' 2>&1)
-echo "$ptest" | sed 's/^/    /'
-check "perf test 'Guest callchains'" grep -q ': Ok$' <<< "$ptest"
+for suite in 'Guest callchains' "Guest samples on the guest's current task"; do
+	ptest=$("$perf" test "$suite" 2>&1)
+	echo "$ptest" | sed 's/^/    /'
+	check "perf test '$suite'" grep -q ": Ok$" <<< "$ptest"
+done
 
 script=$("$perf" kvm --guest --guestvmlinux="$elf" -i "$data" script 2>/dev/null)
 # Callee order: each spin_leaf sample is followed by its callers.
