@@ -31,11 +31,13 @@
 #define RUN_MS			1200
 #define RUN_MAX_MS		4000
 #define MIN_IN_SPIN		20
-/* Sample progress is tracked in bins of BIN_MS of wall time. */
-#define BIN_MS			250
-#define NR_BINS			(RUN_MAX_MS / BIN_MS + 4)
-/* A bin is judged if it has this many samples of the vCPU thread (1 ms). */
-#define BIN_MIN_SAMPLES		(1000000 / SAMPLE_PERIOD_NS)
+/*
+ * The host reads the guest's loop counter every PROGRESS_POLL_MS of every
+ * case; in the racing cases the guest may go at most PROGRESS_MAX_GAP_MS
+ * without counting (see check_progress()).
+ */
+#define PROGRESS_POLL_MS	10
+#define PROGRESS_MAX_GAP_MS	1000
 
 /* A vCPU thread must be back from KVM_RUN within this after being told. */
 #define JOIN_TIMEOUT_S		20
@@ -87,9 +89,11 @@
 extern uint64_t spin_rbp;
 /* Written by the host through its mapping of guest memory: end the run. */
 extern volatile uint64_t guest_stop;
+/* Counted up by the spin loop, read by the host: the guest runs. */
+extern volatile uint64_t guest_loops;
 extern const char spin_start[], spin_end[];
 
-void hostile_spin(uint64_t rbp, volatile uint64_t *stop);
+void hostile_spin(uint64_t rbp, volatile uint64_t *stop, volatile uint64_t *loops);
 void guest_code(void);
 
 /* ---------------------------------------------------------------------- */
@@ -114,16 +118,6 @@ struct stats {
 	uint64_t lost;
 	uint64_t throttled;
 	uint64_t hist[HIST_MAX + 2];
-	/* guest samples, and all samples of the thread, by bin */
-	uint64_t bins[NR_BINS];
-	uint64_t all_bins[NR_BINS];
-	/*
-	 * check_progress(): the bins it looks at, of them those without a
-	 * guest sample, and those with too few samples to judge
-	 */
-	int progress_bins;
-	int empty_bins;
-	int quiet_bins;
 	int longest;
 	uint64_t violations;
 	char why[1024];
@@ -151,6 +145,16 @@ struct hcase {
 	pid_t tid;
 	uint64_t start_ms;
 	uint64_t run_ms;
+	/*
+	 * The guest's loop counter as the host last read it, when it last
+	 * changed and first changed, and the longest time it stood still
+	 * (ms since start_ms)
+	 */
+	uint64_t loops;
+	uint64_t loops_first_ms;
+	uint64_t loops_last_ms;
+	uint64_t loops_gap_ms;
+	uint64_t loops_gap_end_ms;
 	/* the IPs where RBP is known: the spin loop unless set */
 	uint64_t ip_start;
 	uint64_t ip_end;

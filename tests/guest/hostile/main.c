@@ -70,10 +70,12 @@
 uint64_t spin_rbp;
 /* Written by the host through its mapping of guest memory: end the run. */
 volatile uint64_t guest_stop;
+/* Counted up by the spin loop, read by the host: the guest runs. */
+volatile uint64_t guest_loops;
 
 /*
- * Spin with RBP = @rbp until *@stop.  Every sample whose guest IP is in
- * [spin_start, spin_end) sees exactly that RBP.
+ * Spin with RBP = @rbp until *@stop, counting up *@loops.  Every sample
+ * whose guest IP is in [spin_start, spin_end) sees exactly that RBP.
  */
 asm(".pushsection .text\n"
 	".global hostile_spin\n"
@@ -83,6 +85,7 @@ asm(".pushsection .text\n"
 	"	mov %rdi, %rbp\n"
 	".global spin_start\n"
 	"spin_start:\n"
+	"	incq (%rdx)\n"
 	"	cmpq $0, (%rsi)\n"
 	"	je spin_start\n"
 	".global spin_end\n"
@@ -95,7 +98,7 @@ asm(".pushsection .text\n"
 void guest_code(void)
 {
 	for (;;) {
-		hostile_spin(READ_ONCE(spin_rbp), &guest_stop);
+		hostile_spin(READ_ONCE(spin_rbp), &guest_stop, &guest_loops);
 		GUEST_SYNC(0);
 	}
 }

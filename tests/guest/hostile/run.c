@@ -371,6 +371,23 @@ bool run_goal(struct hcase *c, uint64_t elapsed)
 	return done;
 }
 
+/* The host reads the guest's loop counter, @n, now: see check_progress(). */
+static void watch_progress(struct hcase *c, uint64_t n)
+{
+	uint64_t now = wb_now_ms() - c->start_ms;
+
+	if (n != c->loops) {
+		if (!c->loops)
+			c->loops_first_ms = now;
+		c->loops = n;
+		c->loops_last_ms = now;
+	}
+	if (c->loops && now - c->loops_last_ms > c->loops_gap_ms) {
+		c->loops_gap_ms = now - c->loops_last_ms;
+		c->loops_gap_end_ms = now;
+	}
+}
+
 /*
  * Run @nr vCPUs of @vm (vcpus[0] is sampled) with RBP = c->rbp, for RUN_MS
  * or until the goal is met, with the optional stressor, then stop the guest
@@ -381,6 +398,7 @@ const char *run_case(struct hcase *c, struct kvm_vm *vm, struct kvm_vcpu **vcpus
 {
 	static char err[512];
 	volatile uint64_t *stop = stop_flag(vm);
+	volatile uint64_t *loops = addr_gva2hva(vm, (vm_vaddr_t)&guest_loops);
 	struct runner r[2];
 	struct sampler s;
 	struct lat *l = malloc(sizeof(*l));
@@ -396,6 +414,7 @@ const char *run_case(struct hcase *c, struct kvm_vm *vm, struct kvm_vcpu **vcpus
 	spin_rbp = c->rbp;
 	sync_global_to_guest(vm, spin_rbp);
 	*stop = 0;
+	*loops = 0;
 
 	for (i = 0; i < nr; i++)
 		runner_start(&r[i], vcpus[i], c->kick ? RUN_KICK : RUN_SYNC);
@@ -413,8 +432,10 @@ const char *run_case(struct hcase *c, struct kvm_vm *vm, struct kvm_vcpu **vcpus
 		sem_post(&r[i].go);
 
 	t0 = wb_now_ms();
-	while (!run_goal(c, wb_now_ms() - t0) && !r[0].done)
-		usleep(20000);
+	while (!run_goal(c, wb_now_ms() - t0) && !r[0].done) {
+		usleep(PROGRESS_POLL_MS * 1000);
+		watch_progress(c, *loops);
+	}
 	/* What follows is the stop: progress is judged up to here. */
 	c->run_ms = wb_now_ms() - c->start_ms;
 
