@@ -3,11 +3,13 @@
 # Draw a guest recording as perf's own flame graph (perf_flamegraph in
 # lib.sh: out/flamegraph.html and out/stacks.folded) and a PNG screenshot of
 # it taken with headless Chromium (skipped when chromium is not installed).
-# usage: flamegraph.sh <perf.data.guest> <guest vmlinux> <outdir>
+# usage: flamegraph.sh <perf.data> <outdir> <perf arguments...>, the
+# arguments as perf_flamegraph takes them, e.g. 'kvm --guest
+# --guestvmlinux=<vmlinux>'.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-perf_flamegraph "$1" "$2" "$3"
-out=$(realpath -m "$3")
+perf_flamegraph "$@"
+out=$(realpath -m "$2")
 command -v chromium >/dev/null || { echo "flamegraph: no chromium, no screenshot"; exit 0; }
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 	--disable-background-networking --disable-component-update --disable-sync \

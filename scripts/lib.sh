@@ -86,16 +86,19 @@ arch_of() {
 image_of() { local a; a=$(arch_of "$1") && (arch_load "$a" && echo "$top/build/obj-$1/$arch_image"); }
 sysmap_of() { echo "$top/build/obj-$1/System.map"; }
 
-# perf_flamegraph <perf.data.guest> <guest vmlinux> <outdir>: perf's own
+# perf_flamegraph <perf.data> <outdir> <perf arguments...>: perf's own
 # flame graph script (with the d3-flame-graph template from npm) and its
 # stackcollapse script on a guest recording: <outdir>/flamegraph.html and
-# <outdir>/stacks.folded; their messages in <outdir>/flamegraph.err.
+# <outdir>/stacks.folded; their messages in <outdir>/flamegraph.err.  The
+# arguments say how perf reads it, up to '-i <perf.data> script', e.g.
+# 'kvm --guest --guestvmlinux=<vmlinux>'.
 perf_flamegraph() (
 	set -euo pipefail
-	local data vmlinux out perf=$top/build/perf/perf work
+	local data out perf=$top/build/perf/perf work
 	local scripts=$top/build/linux/tools/perf/scripts/python
 	local template=$top/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
-	data=$(realpath "$1") vmlinux=$(realpath "$2") out=$(realpath -m "$3")
+	data=$(realpath "$1") out=$(realpath -m "$2")
+	shift 2
 	mkdir -p "$out"
 	[ -f "$template" ] || (cd "$top" && npm install --no-audit --no-fund --silent) ||
 		{ echo "flamegraph: npm install of package.json (d3-flame-graph) FAILED" >&2; exit 1; }
@@ -108,10 +111,10 @@ perf_flamegraph() (
 	trap 'rm -rf "$work"' EXIT
 	ln -s "$data" "$work/perf.data"
 	cd "$work"
-	"$perf" kvm --guest --guestvmlinux="$vmlinux" -i "$data" script -s "$scripts/flamegraph.py" \
+	"$perf" "$@" -i "$data" script -s "$scripts/flamegraph.py" \
 		-- --template "$template" -o "$out/flamegraph.html" 2> "$out/flamegraph.err" ||
 		{ cat "$out/flamegraph.err"; exit 1; }
-	"$perf" kvm --guest --guestvmlinux="$vmlinux" -i "$data" script -s "$scripts/stackcollapse.py" \
+	"$perf" "$@" -i "$data" script -s "$scripts/stackcollapse.py" \
 		> "$out/stacks.folded" 2>> "$out/flamegraph.err"
 	echo "flamegraph: $out/flamegraph.html ($(du -h "$out/flamegraph.html" | cut -f1)), $out/stacks.folded ($(wc -l < "$out/stacks.folded") stacks)"
 )
@@ -143,6 +146,32 @@ run_vms() {
 perf_dump() {
 	"$top/build/perf/perf" report -D -i "$1" > "$2" 2>&1 ||
 		{ echo "perf_dump: perf report -D -i $1 failed:" >&2; tail -5 "$2" >&2; return 1; }
+}
+
+# guest_inject <results dir> <scenario> <guest build> <guest program>:
+# merge the guest's own recording (<scenario>.self.data) into the host's
+# (<scenario>.data) with 'perf inject --guest-data', as <scenario>.inj.data,
+# so that perf gives the host's samples of the guest to the guest's tasks;
+# <scenario>.guest (tests/vm/demo.sh) holds QEMU's PID and the vCPU's TSC
+# offset and scale.  What perf needs to name the guest's code, as a user
+# would provide it: the guest program in a build-ID cache, and the guest's
+# kallsyms (its System.map) under a guest mount, <dir>/<QEMU PID>/proc/.
+# Sets gi_perf, perf with that build-ID cache, and gi_mount, the guest
+# mount for its --guestmount.
+guest_inject() {
+	local res=$1 name=$2 pid off scale
+	read -r pid off scale < "$res/$name.guest" ||
+		{ echo "guest_inject: no $res/$name.guest" >&2; return 1; }
+	rm -rf "$res/$name.buildid" "$res/$name.guestmount"
+	mkdir -p "$res/$name.guestmount/$pid/proc"
+	cp "$(sysmap_of "$3")" "$res/$name.guestmount/$pid/proc/kallsyms"
+	: > "$res/$name.guestmount/$pid/proc/modules"
+	gi_perf=("$top/build/perf/perf" --buildid-dir "$res/$name.buildid")
+	"${gi_perf[@]}" buildid-cache -a "$4" &&
+		"${gi_perf[@]}" inject -i "$res/$name.data" -o "$res/$name.inj.data" \
+			--guest-data="$res/$name.self.data,$pid,$off,$scale" ||
+		{ echo "guest_inject: perf inject --guest-data failed" >&2; return 1; }
+	gi_mount=$res/$name.guestmount
 }
 
 # scenarios_of <command>: the scenarios of tests/scenarios.list that this

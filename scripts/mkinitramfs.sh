@@ -9,7 +9,8 @@
 #	<kernel>, with its System.map) for the demo, and a 32-bit one (in
 #	/demo/i386);
 #   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox, its
-#	workload and its own perf, build-perf.sh --guest x86_64);
+#	workload with /bin/l2-work, also kept as build/l2-work for the host's
+#	symbols, and its own perf, build-perf.sh --guest x86_64);
 #   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
 #	(its workload as one static i386 program, and its own perf,
 #	build-perf.sh --guest i386).
@@ -25,6 +26,9 @@ if [ "${2:-}" = --guest ]; then
 	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
 	cp /bin/busybox "$root/bin/busybox"
 	cp "$top/tests/demo/l2-init" "$root/init"
+	gcc -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
+		-o "$top/build/l2-work" "$top/tests/demo/l2-work.c"
+	cp "$top/build/l2-work" "$root/bin/l2-work"
 	strip -o "$root/bin/perf" "$top/build/perf-x86_64/perf"
 	chmod +x "$root/init"
 	pack

@@ -45,7 +45,7 @@ sys.exit(0 if any(lines[i:i + 4] == want for i in range(len(lines))) else 1)' <<
 
 # perf's flamegraph script, on the guest recording, with the npm template.
 rm -rf "$res/flamegraph"
-perf_flamegraph "$data" "$elf" "$res/flamegraph" | sed 's/^/# /'
+perf_flamegraph "$data" "$res/flamegraph" kvm --guest --guestvmlinux="$elf" | sed 's/^/# /'
 html=$res/flamegraph/flamegraph.html
 check "the flame graph of the guest recording holds guest_code, spin_top, spin_mid, spin_leaf" \
 	python3 -c '

@@ -32,6 +32,20 @@ else
 fi
 qemu=$l2_pid
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
+# What 'perf inject --guest-data' needs to put the guest's own events on
+# the host's timeline: QEMU's PID and how the vCPU's TSC derives from the
+# host's (guest = host * ratio + offset, from KVM's debugfs).
+vcpu=$(echo /sys/kernel/debug/kvm/$qemu-*/vcpu0)
+if [ -r "$vcpu/tsc-offset" ]; then
+	scale=1
+	[ -r "$vcpu/tsc-scaling-ratio" ] &&
+		scale=$(awk -v r="$(cat "$vcpu/tsc-scaling-ratio")" \
+			-v b="$(cat "$vcpu/tsc-scaling-ratio-frac-bits")" 'BEGIN { printf "%.12g", r / 2 ^ b }')
+	echo "$qemu $(cat "$vcpu/tsc-offset") $scale" > "$out.guest"
+	echo "demo: QEMU PID, the vCPU's TSC offset and scale: $(cat "$out.guest")"
+else
+	echo "demo: no $vcpu/tsc-offset: the guest's events cannot be injected"
+fi
 if [ "$self" = self ]; then
 	# The guest records itself, the host the same interval: from the
 	# guest's line that opens it, 16 s of the host's time; then the host
