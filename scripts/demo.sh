@@ -7,10 +7,10 @@
 # ('perf kvm --guest top -g').  Then the same with
 # a 32-bit (i386) build of the guest kernel: 32-bit paging and frames.
 # Output in out/: perf.data.guest, the guest's System.map and vmlinux, the
-# flame graph, perf top's output; for the 64-bit guest also
-# perf.data.guest-injected, the host's recording with the guest's own merged
-# into it, and what perf needs to name guest code in it (guest-buildid/,
-# guestmount/); the same for the 32-bit guest in out/i386/.
+# flame graph, perf top's output, perf.data.guest-injected, the host's
+# recording with the guest's own merged into it, and what perf needs to
+# name guest code in it (guest-buildid/, guestmount/); the same for the
+# 32-bit guest in out/i386/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$top"
@@ -63,13 +63,14 @@ show() {
 		"$r/$1.top" "$self" ${4:-}
 	cp "$r/$1.top" "$3/perf-kvm-top.txt"
 	# How perf reads the guest recording: with the guest kernel's vmlinux;
-	# for the 64-bit guest, the host's recording with the guest's own
-	# merged into it, which names the guest's tasks and user code
-	# (guest_inject in lib.sh; judged by check_guest_user.py).
+	# where the guest recorded itself, the host's recording with the
+	# guest's own merged into it, which names the guest's tasks and user
+	# code (guest_inject in lib.sh; judged by check_guest_user.py).
 	local data=$3/perf.data.guest args=(kvm --guest --guestvmlinux="$3/guest-vmlinux")
-	if [ -z "${4:-}" ] && [ "$self" != - ]; then
+	local prog=build/l2-work${4:+-$4}
+	if [ "$self" != - ]; then
 		step "merging the guest's own recording into the host's ($1)" \
-			guest_inject "$r" "$1" "$2" build/l2-work
+			guest_inject "$r" "$1" "$2" "$prog"
 		rm -rf "$3/guest-buildid" "$3/guestmount"
 		cp -r "$r/$1.buildid" "$3/guest-buildid"
 		cp -r "$gi_mount" "$3/guestmount"
@@ -79,7 +80,7 @@ show() {
 		build/perf/perf "${args[@]}" -i "$data" script -F comm,tid,ip,sym,symoff,dso \
 			> "$r/$1.inj.txt" 2>/dev/null
 		step "naming the guest's user code ($1)" \
-			tests/host/check_guest_user.py "$r/$1.inj.txt" build/l2-work "$1"
+			tests/host/check_guest_user.py "$r/$1.inj.txt" "$prog" "$1"
 	fi
 	echo "== demo: perf ${args[*]} -i $data report -g (top of it)"
 	build/perf/perf "${args[@]}" -i "$data" \

@@ -12,8 +12,9 @@
 #	workload with /bin/l2-work, also kept as build/l2-work for the host's
 #	symbols, and its own perf, build-perf.sh --guest x86_64);
 #   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
-#	(its workload as one static i386 program, and its own perf,
-#	build-perf.sh --guest i386).
+#	(its workload as one static i386 program, /bin/l2-work built for i386,
+#	also kept as build/l2-work-i386, and its own perf, build-perf.sh
+#	--guest i386).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -39,6 +40,10 @@ if [ "${2:-}" = --guest-i386 ]; then
 	arch_load i386
 	"$arch_user_cc" -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
 		-o "$root/init" "$top/tests/demo/l2-init-i386.c"
+	"$arch_user_cc" -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
+		-o "$top/build/l2-work-i386" "$top/tests/demo/l2-work.c"
+	mkdir -p "$root/bin"
+	cp "$top/build/l2-work-i386" "$root/bin/l2-work"
 	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-i386/perf"
 	pack
 	exit 0

@@ -3,7 +3,9 @@
  * /init of the demo's 32-bit (i386) L2 guest.  A 32-bit kernel cannot run
  * the host's 64-bit busybox, so the workload of l2-init is one static i386
  * program: tmpfs file writes and reads, a pipe between two processes and a
- * checksum pass over the data, until the L1 host stops the guest.  While it
+ * checksum pass over the data, and /bin/l2-work, the 64-bit guest's program
+ * with known call stacks built for i386, until the L1 host stops the guest.
+ * While it
  * runs, the guest records itself with its own perf (a static i386 build,
  * /bin/perf), as l2-init does: the window opens with a line on the console
  * and closes when the host writes a line to the second serial port; the
@@ -123,8 +125,14 @@ static long save(const char *from, const char *to)
 
 static void self_record(void)
 {
+	/*
+	 * For 'perf inject --guest-data' on the host: context switches, sample
+	 * IDs on every event, and the build IDs of all mapped files (-N: not
+	 * cached).
+	 */
 	char *argv[] = { "perf", "record", "-a", "-g", "-e", "cpu-clock", "-F", "1000",
-			 "-B", "-N", "-o", "/tmp/self.data", "--", "/init", "window", NULL };
+			 "--switch-events", "--sample-identifier", "--buildid-all", "-N",
+			 "-o", "/tmp/self.data", "--", "/init", "window", NULL };
 	int status = -1;
 	long size = -1;
 	pid_t pid;
@@ -166,6 +174,12 @@ int main(int argc, char **argv)
 			file_round();
 			pipe_round();
 		}
+	}
+	pid = fork();
+	if (pid == 0) {
+		execl("/bin/l2-work", "l2-work", (char *)NULL);
+		perror("L2: /bin/l2-work");
+		_exit(127);
 	}
 	if (!stat("/dev/vda", &st) && S_ISBLK(st.st_mode))
 		self_record();

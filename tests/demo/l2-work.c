@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The demo 64-bit L2 guest's user workload, /bin/l2-work: a program whose
+ * The demo L2 guests' user workload, /bin/l2-work: a program whose
  * call stacks are known, so that the host's profile of it can be checked
- * frame by frame.  Built static, with frame pointers, not stripped: the
- * host resolves its frames through the build ID that the guest's own
+ * frame by frame.  Built static (x86_64 and i386), with frame pointers,
+ * not stripped: the host resolves its frames through the build ID that the guest's own
  * recording holds (see tests/host/check_guest_user.py).
  *
  * Each round writes a file on tmpfs and reads it back, hashing it:

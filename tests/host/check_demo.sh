@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The demo scenario: a real Linux guest's recording and live profile
-# (check_demo.py), and, for the 64-bit guest, its user program's call
-# stacks by name (check_guest_user.py).
+# (check_demo.py), and its user program's call stacks by name
+# (check_guest_user.py).
 # usage: check_demo.sh <results dir> <checkout> [<guest build> <arch>]
 res=$1 top=$2 name=demo guest=${3:-guest}
 [ -n "${4:-}" ] && name=demo-$4
@@ -24,19 +24,18 @@ no-self) echo "# $name: the scenario ran without the guest's own recording (no-s
 esac
 "$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" \
 	"$top/build/obj-$guest/vmlinux" "$res/$name.top" "$self" ${4:+"$4"} || tap_failed=1
-# Guest user code by name: the 64-bit guest's recording of itself merged
-# into the host's (guest_inject), and its program's call stacks judged.
-if [ -z "${4:-}" ] && [ "$self" != - ]; then
-	if guest_inject "$res" "$name" "$guest" "$top/build/l2-work"; then
+# Guest user code by name: the guest's recording of itself merged into
+# the host's (guest_inject), and its program's call stacks judged.
+if [ "$self" != - ]; then
+	prog=$top/build/l2-work${4:+-$4}
+	if guest_inject "$res" "$name" "$guest" "$prog"; then
 		"${gi_perf[@]}" script --guestmount "$gi_mount" -i "$res/$name.inj.data" -F comm,tid,ip,sym,symoff,dso \
 			> "$res/$name.inj.txt" 2> "$res/$name.inj.err" ||
 			tap_not_ok "$name: perf script of the injected recording: $(tail -1 "$res/$name.inj.err")"
-		"$(dirname "$0")/check_guest_user.py" "$res/$name.inj.txt" "$top/build/l2-work" \
-			"$name" || tap_failed=1
+		"$(dirname "$0")/check_guest_user.py" "$res/$name.inj.txt" "$prog" "$name" ||
+			tap_failed=1
 	else
 		tap_not_ok "$name: the guest's own recording merged into the host's (perf inject --guest-data)"
 	fi
-elif [ -n "${4:-}" ]; then
-	echo "# $name: guest user names: judged on the 64-bit guest only (its program, build/l2-work)"
 fi
 exit $((tap_failed > 0))

@@ -3,6 +3,7 @@
 """Judge guest user frames named on the host, after 'perf inject --guest-data'.
 
 usage: check_guest_user.py <perf script output> <l2-work binary> <tag>
+       (the binary built for the guest: build/l2-work or build/l2-work-i386)
 
 The input is 'perf script -F comm,tid,ip,sym,symoff,dso' of the host's
 recording of the demo guest, into which the guest's own recording was
@@ -31,15 +32,16 @@ FRAME = re.compile(r"^\s+([0-9a-f]+) (\S+?)(?:\+0x([0-9a-f]+))? \((.*)\)$")
 
 
 def frame_range(binary, func):
-    """[first, last] offsets in func at which RBP is func's own frame: from
-    the instruction after 'mov %rsp,%rbp' up to and including 'pop %rbp'."""
+    """[first, last] offsets in func at which the frame pointer is func's own
+    frame: from the instruction after 'mov %rsp,%rbp' up to and including
+    'pop %rbp' (%esp and %ebp for i386)."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary],
                          capture_output=True, text=True, check=True).stdout
     body = out.split(f"<{func}>:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     insns = [(int(a, 16), i.strip()) for a, i in (line.split(":", 1) for line in body)]
     base = insns[0][0]
-    set_at = next(k for k, (_, i) in enumerate(insns) if re.match(r"mov\s+%rsp,%rbp$", i))
-    pop = next(a for a, i in insns if re.match(r"pop\s+%rbp$", i))
+    set_at = next(k for k, (_, i) in enumerate(insns) if re.match(r"mov\s+%[re]sp,%[re]bp$", i))
+    pop = next(a for a, i in insns if re.match(r"pop\s+%[re]bp$", i))
     return insns[set_at + 1][0] - base, pop - base
 
 
