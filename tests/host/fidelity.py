@@ -52,8 +52,17 @@ EXCEPTION = ("asm_exc_", "handle_exception")
 # The C functions the entry code calls with interrupts off.
 ENTRY_C = ("exc_", "common_interrupt", "sysvec_", "spurious_interrupt", "do_syscall_64",
            "do_int80_syscall_32", "do_fast_syscall_32", "do_SYSENTER_32")
+# The true bottoms of a kernel stack: the syscall entries, ret_from_fork,
+# and the interrupt and exception entries (a chain ends at one only where
+# the interrupted context was user mode: it goes on past the others).  On
+# i386 two of them show under labels of their own: restore_all_switch_stack
+# is in entry_INT80_32, at .Lsyscall_32_done, the return address that
+# ret_from_fork_asm pushes below its frame for unwinders (a new task's chain
+# ends in the syscall entry it will return through); handle_exception_return
+# is in handle_exception, the exception entry's common part, after its call
+# of the handler.
 BOTTOM = ("entry_SYSCALL_64", "entry_SYSENTER_32", "entry_INT80_32", "ret_from_fork",
-          "asm_")
+          "restore_all_switch_stack", "asm_", "handle_exception")
 INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*([0-9a-f]*)(?:\s+<([^>+]+)>)?")
 FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
 
