@@ -103,17 +103,25 @@ class IrqModel:
 
     def enable_points(self):
         """Where an interrupt held off by the guest lands: after the
-        instruction that follows an sti (its one-instruction shadow), or
-        at that instruction's target if it is a direct jump; after a popf."""
+        instruction that follows an sti (its one-instruction shadow), at
+        that instruction's target if it is a direct jump, and, if it is a
+        ret, at the return address of each direct call of the function
+        (local_irq_enable() as a function of its own, 'sti; ret', as in the
+        i386 kernel's syscall_enter_from_user_mode_prepare()); after a popf."""
         points = set()
         code = self.code
-        for i, (_, op, _, _) in enumerate(code[:-2]):
+        sti_ret = {name for name, insns in self.funcs.items()
+                   if any(a[1] == "sti" and b[1].startswith("ret")
+                          for a, b in zip(insns, insns[1:]))}
+        for i, (_, op, callee, _) in enumerate(code[:-2]):
             if op == "sti":
                 _, nop, _, target = code[i + 1]
                 points.add(code[i + 2][0])
                 if nop.startswith("j") and target:
                     points.add(int(target, 16))
             elif op.startswith("popf"):
+                points.add(code[i + 1][0])
+            elif op.startswith("call") and callee in sti_ret:
                 points.add(code[i + 1][0])
         return points
 
