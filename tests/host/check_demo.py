@@ -23,10 +23,11 @@ the host's profile of the guest against the guest's own (fidelity.py).
 Prints TAP lines.
 """
 import collections
+import os
 import re
 import sys
 
-from fidelity import fidelity
+from fidelity import fidelity, vdso_landing_points
 from perfdump import (CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER, Checks,
                       SystemMap, samples)
 
@@ -227,9 +228,17 @@ def main():
     except OSError as e:
         check(False, f"{tag}: fidelity: no recording of the guest's own: {e}")
     else:
+        # The i386 kernel returns from SYSENTER through its vDSO, which its
+        # build keeps as arch/x86/entry/vdso/vdso32.so.dbg.
+        landing = (vdso_landing_points(self_dump, os.path.join(
+            os.path.dirname(vmlinux), "arch/x86/entry/vdso/vdso32.so.dbg"))
+            if arch == "i386" else frozenset())
+        if arch == "i386":
+            print(f"# {tag}: fidelity: the vDSO's SYSENTER landing pad in the guest: "
+                  + ", ".join(f"{a:#x}" for a in sorted(landing)))
         fidelity(check, tag, all_s, own, sym,
                  (MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER),
-                 vmlinux)
+                 vmlinux, landing)
     return 0 if check.ok else 1
 
 

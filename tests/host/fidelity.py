@@ -22,7 +22,9 @@ anywhere the guest runs.  So, in both profiles alike:
               cli ... sti in a function or in the functions it calls)
               are left out;
   irq-enable  samples at the points where a held-off interrupt lands
-              (after an sti and its shadow, after a popf) are left out;
+              (after an sti and its shadow, after a popf, and for the i386
+              kernel the vDSO's landing pad, where a SYSENTER syscall
+              returns to user mode) are left out;
   idle        samples in the guest's idle loop (do_idle) are left out: the
               host sees a halted vCPU as not running.
 The guest's own perf is in both profiles, as any other guest task.  The
@@ -63,6 +65,7 @@ ENTRY_C = ("exc_", "common_interrupt", "sysvec_", "spurious_interrupt", "do_sysc
 # of the handler.
 BOTTOM = ("entry_SYSCALL_64", "entry_SYSENTER_32", "entry_INT80_32", "ret_from_fork",
           "restore_all_switch_stack", "asm_", "handle_exception")
+VDSO_MMAP = re.compile(r"PERF_RECORD_MMAP2? .*\[(0x[0-9a-f]+)\(0x[0-9a-f]+\) @ .*\]: \S+ \[vdso\]")
 INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*([0-9a-f]*)(?:\s+<([^>+]+)>)?")
 FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
 
@@ -215,13 +218,16 @@ def kernel_frames(chain, marker):
 class Profile:
     """One side's folded stacks, and its kernel chains (names, leaf first)."""
 
-    def __init__(self, samples, kmode, umode, marker, sym, model, points):
+    def __init__(self, samples, kmode, umode, marker, sym, model, points, user_points):
         self.stacks = collections.Counter()
         self.chains = []
         self.dropped = collections.Counter()
         self.order = []
         for mode, ip, chain in samples:
             if mode == umode:
+                if ip in user_points:
+                    self.dropped["irq-enable"] += 1
+                    continue
                 self.stacks["[user]"] += 1
                 self.order.append("[user]")
                 continue
@@ -259,15 +265,36 @@ def overlap(a, b):
     return sum(min(a[s] / na, b[s] / nb) for s in a.keys() | b.keys())
 
 
-def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux):
+def vdso_landing_points(dump, vdso):
+    """The user addresses where the i386 kernel returns from a SYSENTER
+    syscall, interrupts on again: its vDSO's int80_landing_pad (the symbol's
+    offset in vdso, the vDSO's debug image) in each vDSO mapping that the
+    raw dump's PERF_RECORD_MMAP2 records show."""
+    out = subprocess.run(["nm", vdso], capture_output=True, text=True, check=True).stdout
+    pad = next(int(f[0], 16) for f in (line.split() for line in out.splitlines())
+               if f[-1] == "int80_landing_pad")
+    bases = set()
+    with open(dump, errors="replace") as f:
+        for line in f:
+            m = VDSO_MMAP.search(line)
+            if m:
+                bases.add(int(m.group(1), 16))
+    return {b + pad for b in bases}
+
+
+def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux,
+             user_points=frozenset()):
     """Print and check the fidelity line of one guest.  mode_misc: the
     cpumodes (MISC_*) of the host's guest-kernel and guest-user samples and
-    of the guest's own kernel and user samples."""
+    of the guest's own kernel and user samples; user_points: the guest user
+    addresses where a held-off interrupt lands (vdso_landing_points())."""
     hk, hu, gk, gu = mode_misc
     model = IrqModel(vmlinux)
     points = model.enable_points()
-    host = Profile(host_samples, hk, hu, MARKER["GUEST_KERNEL"], sym, model, points)
-    guest = Profile(guest_samples, gk, gu, MARKER["KERNEL"], sym, model, points)
+    host = Profile(host_samples, hk, hu, MARKER["GUEST_KERNEL"], sym, model, points,
+                   user_points)
+    guest = Profile(guest_samples, gk, gu, MARKER["KERNEL"], sym, model, points,
+                    user_points)
     both = overlap(host.stacks, guest.stacks)
     # What sampling noise alone costs: the guest's profile against itself,
     # its odd samples against its even ones.
