@@ -159,7 +159,10 @@ perf_dump() {
 # Sets gi_perf, perf with that build-ID cache, and gi_mount, the guest
 # mount for its --guestmount.
 guest_inject() {
-	local res=$1 name=$2 pid off scale
+	local res name=$2 pid off scale
+	# perf's --buildid-dir must be absolute: with a relative one, the
+	# build-ID cache stayed empty.
+	res=$(realpath "$1")
 	read -r pid off scale < "$res/$name.guest" ||
 		{ echo "guest_inject: no $res/$name.guest" >&2; return 1; }
 	rm -rf "$res/$name.buildid" "$res/$name.guestmount"
