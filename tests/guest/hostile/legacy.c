@@ -120,9 +120,7 @@ static void set_mode(struct kvm_vcpu *vcpu, const struct kvm_sregs *lm, const st
 
 	vcpu_regs_get(vcpu, &regs);
 	regs.rip = l->rip;
-	/* RSP too: the host walks only a chain whose first record is on the stack. */
 	regs.rbp = l->c->rbp;
-	regs.rsp = l->c->rbp;
 	regs.rflags = 2;
 	vcpu_regs_set(vcpu, &regs);
 }

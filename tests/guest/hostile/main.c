@@ -75,19 +75,14 @@ volatile uint64_t guest_loops;
 
 /*
  * Spin with RBP = @rbp until *@stop, counting up *@loops.  Every sample
- * whose guest IP is in [spin_start, spin_end) sees exactly that RBP, and
- * RSP = @rbp too: the host walks only a chain whose first record is on the
- * stack.  The loop does not use the stack, and the guest takes no
- * interrupt.
+ * whose guest IP is in [spin_start, spin_end) sees exactly that RBP.
  */
 asm(".pushsection .text\n"
 	".global hostile_spin\n"
 	".type hostile_spin, @function\n"
 	"hostile_spin:\n"
 	"	push %rbp\n"
-	"	mov %rsp, %r8\n"
 	"	mov %rdi, %rbp\n"
-	"	mov %rdi, %rsp\n"
 	".global spin_start\n"
 	"spin_start:\n"
 	"	incq (%rdx)\n"
@@ -95,7 +90,6 @@ asm(".pushsection .text\n"
 	"	je spin_start\n"
 	".global spin_end\n"
 	"spin_end:\n"
-	"	mov %r8, %rsp\n"
 	"	pop %rbp\n"
 	"	ret\n"
 	".size hostile_spin, . - hostile_spin\n"
