@@ -93,6 +93,14 @@ def check_top(check, path, smap, arch, tag):
     except OSError as e:
         check(False, f"{tag}: perf kvm top: no output: {e}")
         return
+    # perf top's signal handler prints the signal and a backtrace
+    # (sighandler_dump_stack()) to its output.
+    crash = re.search(r"^perf: (?:Segmentation fault|Floating point exception).*"
+                      r"(?:\n(?:Obtained \d+ stack frames|\S+\(.*\)\s*\[0x[0-9a-f]+\]).*)*",
+                      text, re.M)
+    check(not crash, f"{tag}: perf kvm top ran without crashing")
+    if crash:
+        print("\n".join("# " + line for line in crash.group(0).splitlines()))
     profiles = text.split("PerfTop:")[1:]
     check(len(profiles) >= 2, f"{tag}: perf kvm top printed {len(profiles)} profiles in 20 s")
     if not profiles:
@@ -198,13 +206,17 @@ def main():
                                       for i, n in enumerate(c[:-1]))]
 
     check = Checks()
-    # At least 10 % (measured: 25-33 % for the 64-bit guest, 42-52 % for
-    # the i386 one): interrupts and page faults in kernel code are common in
-    # both workloads, and a chain that stopped at every entry would show
-    # none.
-    check(len(crossed) >= 0.1 * len(gk) and not lost,
+    # How many samples land in kernel code that an interrupt or exception
+    # interrupted depends on the workload (25-33 % of the kernel samples
+    # when the 64-bit guest's workload was busybox in a loop, 2.6 % now
+    # that its own program spends three quarters of the time in user
+    # mode; 42-52 % for the i386 guest).  A chain that stopped at every
+    # entry would show none, so ask for at least 10, every one of them
+    # going on into a guest kernel symbol; whether the chains tell the
+    # truth is the fidelity check's job (fidelity.py, below).
+    check(len(crossed) >= 10 and not lost,
           f"{tag}: {len(crossed)}/{len(gk)} guest-kernel chains go on past an interrupt or "
-          f"exception entry (at least 10 %), {len(crossed) - len(lost)} of them into a guest "
+          f"exception entry (at least 10), {len(crossed) - len(lost)} of them into a guest "
           f"kernel symbol (all)")
 
     check(gk and len(deep) > len(gk) / 2,
