@@ -46,6 +46,9 @@ show() {
 	local r=build/demo/$1
 	sed 's/^/    /' "$r/$1.log"
 	mkdir -p "$3"
+	# perf's paths absolute: flamegraph.sh runs it in a directory of its own.
+	local o
+	o=$(realpath "$3")
 	cp "$r/$1.data" "$3/perf.data.guest"
 	cp "$(sysmap_of "$2")" "$3/guest-System.map"
 	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
@@ -66,7 +69,7 @@ show() {
 	# where the guest recorded itself, the host's recording with the
 	# guest's own merged into it, which names the guest's tasks and user
 	# code (guest_inject in lib.sh; judged by check_guest_user.py).
-	local data=$3/perf.data.guest args=(kvm --guest --guestvmlinux="$3/guest-vmlinux")
+	local data=$3/perf.data.guest args=(kvm --guest --guestvmlinux="$o/guest-vmlinux")
 	local prog=build/l2-work${4:+-$4}
 	if [ "$self" != - ]; then
 		step "merging the guest's own recording into the host's ($1)" \
@@ -76,7 +79,7 @@ show() {
 		cp -r "$gi_mount" "$3/guestmount"
 		cp "$r/$1.inj.data" "$3/perf.data.guest-injected"
 		data=$3/perf.data.guest-injected
-		args=(--buildid-dir "$3/guest-buildid" kvm --guest --guestmount="$3/guestmount")
+		args=(--buildid-dir "$o/guest-buildid" kvm --guest --guestmount="$o/guestmount")
 		build/perf/perf "${args[@]}" -i "$data" script -F comm,tid,ip,sym,symoff,dso \
 			> "$r/$1.inj.txt" 2>/dev/null
 		step "naming the guest's user code ($1)" \
