@@ -61,8 +61,9 @@ show() {
 		perf_dump "$r/$1.self.data" "$self"
 		cp "$r/$1.self.data" "$3/perf.data.guest-own"
 	fi
+	# The vmlinux in its build: check_demo.py finds the i386 vDSO beside it.
 	step "resolving the guest's call stacks ($1)" \
-		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$3/guest-vmlinux" \
+		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$(obj_of "$2")/vmlinux" \
 		"$r/$1.top" "$self" ${4:-}
 	cp "$r/$1.top" "$3/perf-kvm-top.txt"
 	# How perf reads the guest recording: with the guest kernel's vmlinux;
