@@ -31,6 +31,7 @@ The guest's own perf is in both profiles, as any other guest task.  The
 guest's irq-off count says how often the model of its code is wrong: it
 cannot take a sample where its interrupts are off.
 """
+import bisect
 import collections
 import re
 import subprocess
@@ -72,11 +73,11 @@ FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
 
 class IrqModel:
     """The guest kernel's code, read from its vmlinux, as to where it runs
-    with interrupts off: each function's instructions in address order,
+    with interrupts off: each function's instructions along its paths,
     cli and sti, and calls to functions that leave interrupts off or on
-    (spin_lock_irq(), spin_unlock_irqrestore(), ...).  Straight-line
-    reading, both sides of a branch in turn: approximate, and applied to
-    both profiles alike."""
+    (spin_lock_irq(), spin_unlock_irqrestore(), ...).  Approximate (no
+    path conditions, one level of callees), and applied to both profiles
+    alike."""
 
     def __init__(self, vmlinux):
         out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", vmlinux],
@@ -103,6 +104,8 @@ class IrqModel:
                     self.entry_text.add(insn[0])
         self.effect = {}
         self.memo = {}
+        self.addrs = {}         # name: its instructions' addresses
+        self.flows = {}
 
     def enable_points(self):
         """Where an interrupt held off by the guest lands: after the
@@ -129,18 +132,95 @@ class IrqModel:
         return points
 
     def run(self, name, state, until=None, depth=0, restore=None):
-        """The interrupt state ("on", "off") after running function name's
-        instructions below address until (all of them without), from
-        state (None: unknown, for how the function leaves it).  A pushf
-        saves the state; local_irq_restore() (an sti that a conditional
-        jump skips) and popf restore it, or, if this function did not save
-        it, restore the state the function was entered in (or restore: an
-        exception handler turns interrupts on again only if the context it
-        interrupted had them on)."""
+        """The interrupt state ("on", "off") where function name reaches
+        address until (before that instruction runs; without until, where
+        it returns), from state (None: unknown, for how the function leaves
+        it), following its jumps (flow()).  Where its paths disagree, "on"
+        at until (the guest could have sampled there), None (as it found
+        it) where it returns; an address no path reaches
+        (an indirect jump's target) is read in a straight line, in address
+        order (straight())."""
+        states, exits = self.flow(name, state, depth, restore)
+        if until is None:
+            return next(iter(exits)) if len(exits) == 1 else None
+        found = states.get(bisect.bisect_left(self.addresses(name), until))
+        if not found:
+            return self.straight(name, state, until, depth, restore)
+        if "on" in found:
+            return "on"
+        return "off" if "off" in found else None
+
+    def flow(self, name, state, depth, restore):
+        """Function name's instructions followed from its entry, from
+        state, through fall-throughs and direct jumps: the states each
+        instruction can run in ({index: {state}}), and those it can return
+        in.  A pushf saves the state; local_irq_restore() (an sti that a
+        conditional jump skips) and popf restore it, or, if this function
+        did not save it, restore the state the function was entered in (or
+        restore: an exception handler turns interrupts on again only if the
+        context it interrupted had them on).  A call changes the state as
+        its callee leaves it (leaves()), unless depth."""
+        key = (name, state, depth, restore)
+        if key in self.flows:
+            return self.flows[key]
+        insns = self.funcs.get(name, ())
+        addrs = self.addresses(name)
+        entry = restore or state
+        seen = collections.defaultdict(set)
+        states = collections.defaultdict(set)
+        exits = set()
+        work = [(0, state, ())] if insns else []
+        while work:
+            i, cur, saved = work.pop()
+            if (cur, saved) in seen[i]:
+                continue
+            seen[i].add((cur, saved))
+            states[i].add(cur)
+            _, op, callee, target = insns[i]
+            if op == "cli":
+                cur = "off"
+            elif op.startswith("pushf"):
+                saved = (saved + (cur,))[-4:]
+            elif op.startswith("popf") or (op == "sti" and self.skipped(insns, i)):
+                cur, saved = (saved[-1], saved[:-1]) if saved else (entry, saved)
+            elif op == "sti":
+                cur = "on"
+            elif callee and not depth:
+                cur = self.leaves(callee) or cur
+            nexts = []
+            if op.startswith("j"):
+                t = int(target, 16) if target else None
+                j = bisect.bisect_left(addrs, t) if t is not None else len(addrs)
+                if j == i + 2 and insns[i + 1][1] == "sti" and not op.startswith("jmp"):
+                    # local_irq_restore(): the jump over its sti
+                    # restores the state too, as the sti does.
+                    nexts.append((j,) + ((saved[-1], saved[:-1]) if saved else (entry, saved)))
+                elif j < len(addrs) and addrs[j] == t:
+                    nexts.append((j, cur, saved))
+                elif op.startswith("jmp"):
+                    exits.add(cur)      # a tail call, or an indirect jump
+                if not op.startswith("jmp"):
+                    nexts.append((i + 1, cur, saved))
+            elif op.startswith("ret"):
+                exits.add(cur)
+            elif op != "ud2":
+                nexts.append((i + 1, cur, saved))
+            work.extend(n for n in nexts if n[0] < len(insns))
+        self.flows[key] = (states, exits)
+        return self.flows[key]
+
+    def addresses(self, name):
+        """The addresses of function name's instructions, in order."""
+        if name not in self.addrs:
+            self.addrs[name] = [a[0] for a in self.funcs.get(name, ())]
+        return self.addrs[name]
+
+    def straight(self, name, state, until, depth, restore):
+        """run(), reading the instructions below until in address order."""
         entry, saved = restore or state, []
         insns = self.funcs.get(name, ())
         for i, (addr, op, callee, _) in enumerate(insns):
-            if until is not None and addr >= until:
+            if addr >= until:
                 break
             if op == "cli":
                 state = "off"
@@ -161,11 +241,20 @@ class IrqModel:
 
     def leaves(self, name):
         """How function name's own instructions leave the interrupt state:
-        "on", "off" or None (as they found it).  Its callees' are not
-        followed: one level of straight-line reading is a guess already."""
+        "on", "off" or None (as they found it, or as its paths
+        disagree).  Its callees' are not followed: one level of reading is
+        a guess already."""
         if name not in self.effect:
             self.effect[name] = self.run(name, None, depth=1)
         return self.effect[name]
+
+    def call_before(self, name, ret):
+        """The address of the instruction of function name that ends at
+        ret, a return address: its call (ret itself if name has none
+        below ret)."""
+        addrs = self.addresses(name)
+        i = bisect.bisect_left(addrs, ret)
+        return addrs[i - 1] if i else ret
 
     def state(self, frames, names):
         """The guest's interrupt state where a chain (addresses and names,
@@ -194,8 +283,10 @@ class IrqModel:
                     # A chain that ends here shows no entry frame: the
                     # entry came from user mode, where interrupts are on.
                     restore = "on"
-            # A return address follows its call: stop before that call.
-            until = frames[i] if i == 0 else frames[i] - 1
+            # A return address follows its call: stop before that call,
+            # whose callee has not returned (nor left interrupts as it
+            # leaves them) yet.
+            until = frames[i] if i == 0 else self.call_before(names[i], frames[i])
             key = (names[i], state, until, restore)
             if key not in self.memo:
                 self.memo[key] = self.run(names[i], state, until, restore=restore) or state
