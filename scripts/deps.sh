@@ -20,6 +20,8 @@ pkgs=(
 	libc6-dev-i386-cross
 	# perf: its libraries, and python for its scripts and the host checks
 	pkgconf libdw-dev libtraceevent-dev python3 python3-dev python3-ply
+	# gdb, for the core of a perf that crashed in the test VM (check_demo.py)
+	gdb
 	# the test VM and the guests inside it
 	qemu-system-x86 busybox-static
 	# the VMX VM: Bochs (its terminal display, as the one display that

@@ -88,9 +88,14 @@ fi
 # its kallsyms: the stdio profile every 5 s, for 20 s, stopped by SIGINT,
 # callchains (-g) shown down to 0.05 %
 # (stdin: a pipe that stays open, no key is read).
-sleep 22 | timeout -s INT 20 perf kvm --guest --guestkallsyms="$guest/System.map" \
-	top -C 0 -e cpu-clock --call-graph fp,graph,0.05,callee --stdio --no-children \
-	-s dso,sym -d 5 -E 100 > "$out.top" 2>&1
+# If it crashes, its core goes to $out.core, for gdb on the host
+# (check_demo.py); the backtrace its signal handler prints to its
+# buffered stdout is lost.
+echo "$out.core" > /proc/sys/kernel/core_pattern
+sleep 22 | (ulimit -c unlimited && exec timeout -s INT 20 perf kvm --guest \
+	--guestkallsyms="$guest/System.map" top -C 0 -e cpu-clock \
+	--call-graph fp,graph,0.05,callee --stdio --no-children -s dso,sym -d 5 -E 100 \
+	> "$out.top" 2>&1)
 echo "demo: perf kvm top exited with $?"
 kill $qemu
 wait $qemu
