@@ -26,7 +26,13 @@ anywhere the guest runs.  So, in both profiles alike:
               kernel the vDSO's landing pad, where a SYSENTER syscall
               returns to user mode) are left out;
   idle        samples in the guest's idle loop (do_idle) are left out: the
-              host sees a halted vCPU as not running.
+              host sees a halted vCPU as not running;
+  entry       kernel samples at a function's first instruction are left out
+              of the overlap (not of reach): there the frame-pointer chain
+              skips the function's caller, in both profiles, and with it
+              the code that tells whether interrupts were off (the context
+              switch's callees showed as called by schedule(), interrupts
+              on).  The overlap with them is printed too.
 The guest's own perf is in both profiles, as any other guest task.  The
 guest's irq-off count says how often the model of its code is wrong: it
 cannot take a sample where its interrupts are off.
@@ -106,6 +112,8 @@ class IrqModel:
         self.memo = {}
         self.addrs = {}         # name: its instructions' addresses
         self.flows = {}
+        # The first instruction of each function.
+        self.starts = {insns[0][0] for insns in self.funcs.values() if insns}
 
     def enable_points(self):
         """Where an interrupt held off by the guest lands: after the
@@ -311,6 +319,8 @@ class Profile:
 
     def __init__(self, samples, kmode, umode, marker, sym, model, points, user_points):
         self.stacks = collections.Counter()
+        # The same with the samples at a function's first instruction.
+        self.with_entry = collections.Counter()
         self.chains = []
         self.dropped = collections.Counter()
         self.order = []
@@ -320,6 +330,7 @@ class Profile:
                     self.dropped["irq-enable"] += 1
                     continue
                 self.stacks["[user]"] += 1
+                self.with_entry["[user]"] += 1
                 self.order.append("[user]")
                 continue
             if mode != kmode:
@@ -336,8 +347,13 @@ class Profile:
                 self.dropped["irq-off"] += 1
                 continue
             self.chains.append(names)
-            self.stacks[";".join(names[:DEPTH])] += 1
-            self.order.append(";".join(names[:DEPTH]))
+            stack = ";".join(names[:DEPTH])
+            self.with_entry[stack] += 1
+            if ip in model.starts:
+                self.dropped["entry"] += 1
+                continue
+            self.stacks[stack] += 1
+            self.order.append(stack)
         self.total = sum(self.stacks.values())
 
     def reach(self):
@@ -393,6 +409,8 @@ def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux,
     rh, rg = host.reach(), guest.reach()
     print(f"fidelity: {tag}: reach host {rh:.2f} guest {rg:.2f}; overlap {both:.2f} "
           f"({host.total} host, {guest.total} guest samples)")
+    print(f"# {tag}: with the samples at a function's first instruction: overlap "
+          f"{overlap(host.with_entry, guest.with_entry):.2f}")
     print(f"# {tag}: the guest's profile against itself (odd against even samples): "
           f"overlap {halves:.2f}")
     # The guest cannot sample where its interrupts are off: what it has
