@@ -184,17 +184,8 @@ class IrqModel:
                 continue
             seen[i].add((cur, saved))
             states[i].add(cur)
-            _, op, callee, target = insns[i]
-            if op == "cli":
-                cur = "off"
-            elif op.startswith("pushf"):
-                saved = (saved + (cur,))[-4:]
-            elif op.startswith("popf") or (op == "sti" and self.skipped(insns, i)):
-                cur, saved = (saved[-1], saved[:-1]) if saved else (entry, saved)
-            elif op == "sti":
-                cur = "on"
-            elif callee and not depth:
-                cur = self.leaves(callee) or cur
+            _, op, _, target = insns[i]
+            cur, saved = self.step(insns, i, cur, saved, entry, depth)
             nexts = []
             if op.startswith("j"):
                 t = int(target, 16) if target else None
@@ -225,22 +216,29 @@ class IrqModel:
 
     def straight(self, name, state, until, depth, restore):
         """run(), reading the instructions below until in address order."""
-        entry, saved = restore or state, []
+        entry, saved = restore or state, ()
         insns = self.funcs.get(name, ())
-        for i, (addr, op, callee, _) in enumerate(insns):
-            if addr >= until:
+        for i, insn in enumerate(insns):
+            if insn[0] >= until:
                 break
-            if op == "cli":
-                state = "off"
-            elif op.startswith("pushf"):
-                saved.append(state)
-            elif op.startswith("popf") or (op == "sti" and self.skipped(insns, i)):
-                state = saved.pop() if saved else entry
-            elif op == "sti":
-                state = "on"
-            elif callee and not depth:
-                state = self.leaves(callee) or state
+            state, saved = self.step(insns, i, state, saved, entry, depth)
         return state
+
+    def step(self, insns, i, cur, saved, entry, depth):
+        """The state (cur) and the saved states (a tuple) after insns[i],
+        for flow() and straight(): see flow()."""
+        _, op, callee, _ = insns[i]
+        if op == "cli":
+            return "off", saved
+        if op.startswith("pushf"):
+            return cur, (saved + (cur,))[-4:]
+        if op.startswith("popf") or (op == "sti" and self.skipped(insns, i)):
+            return (saved[-1], saved[:-1]) if saved else (entry, saved)
+        if op == "sti":
+            return "on", saved
+        if callee and not depth:
+            return self.leaves(callee) or cur, saved
+        return cur, saved
 
     @staticmethod
     def skipped(insns, i):
