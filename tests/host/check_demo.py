@@ -28,7 +28,7 @@ import re
 import subprocess
 import sys
 
-from fidelity import fidelity, vdso_landing_points
+from fidelity import fidelity, same_interval, vdso_landing_points
 from perfdump import (CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER, Checks,
                       SystemMap, samples)
 
@@ -268,9 +268,25 @@ def main():
         if arch == "i386":
             print(f"# {tag}: fidelity: the vDSO's SYSENTER landing pad in the guest: "
                   + ", ".join(f"{a:#x}" for a in sorted(landing)))
-        fidelity(check, tag, all_s, own, sym,
+        # Both over the interval both recorded (tests/vm/demo.sh, $name.guest:
+        # QEMU's PID, the vCPU's TSC offset and scale).
+        try:
+            with open(os.path.splitext(dump)[0] + ".guest") as f:
+                vcpu_tsc = [float(x) for x in f.read().split()[1:3]]
+            both = same_interval((dump, all_s), (self_dump, own), vcpu_tsc)
+        except (OSError, ValueError) as e:
+            both = None
+            print(f"# {tag}: fidelity: no TSC offset and scale of the vCPU: {e}")
+        if not both:
+            check(False, f"{tag}: fidelity: the two recordings on one clock (their "
+                         f"PERF_RECORD_TIME_CONV, the vCPU's TSC offset and scale)")
+            return 1
+        host_s, own, span, extra = both
+        print(f"# {tag}: fidelity: over the {span:.1f} s both recorded (the guest's "
+              f"recording is {extra:.1f} s longer)")
+        fidelity(check, tag, host_s, own, sym,
                  (MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER),
-                 vmlinux, landing)
+                 vmlinux, landing, overlap_asserted=arch == "x86_64")
     return 0 if check.ok else 1
 
 

@@ -20,7 +20,14 @@ anywhere the guest runs.  So, in both profiles alike:
   irq-off     samples where the guest's own code says its interrupts are
               off (IrqModel: the entry code, hard interrupt handlers,
               cli ... sti in a function or in the functions it calls)
-              are left out;
+              are left out, except
+  irq-return  samples in a hard interrupt's handler whose interrupted
+              context had interrupts on: a guest interrupt held off there
+              lands where the handler returns to, so they count there (the
+              chain past the interrupt entry, or "[user]"), if the next
+              sample kept shows the guest in that mode (user or kernel);
+              if not, the handler went on elsewhere (to schedule(), through
+              an sti, say) and they are left out;
   irq-enable  samples at the points where a held-off interrupt lands
               (after an sti and its shadow, after a popf, and for the i386
               kernel the vDSO's landing pad, where a SYSENTER syscall
@@ -42,7 +49,7 @@ import collections
 import re
 import subprocess
 
-from perfdump import CONTEXTS
+from perfdump import CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, sample_times, tsc_of
 
 DEPTH = 8
 MARKER = {v: k for k, v in CONTEXTS.items()}
@@ -56,8 +63,15 @@ ENTERED_OFF = ("asm_", "entry_SYSCALL_64", "entry_SYSENTER_32", "entry_INT80_32"
                "handle_exception", "common_interrupt_return", "restore_all_switch_stack",
                "native_irq_return_iret", "sync_regs", "error_entry", "irq_entries_start",
                "spurious_entries_start", "__handle_irq")
+# Hard interrupt entries: their handlers run with interrupts off, and
+# return to the context they interrupted.
+INTERRUPT = ("asm_common_interrupt", "asm_sysvec_", "asm_spurious_interrupt")
 # Exception entries (the i386 kernel's common one is handle_exception).
 EXCEPTION = ("asm_exc_", "handle_exception")
+# The syscall entries that return to user mode with IRET or SYSRET, which
+# turn interrupts on at the return address (the i386 kernel's SYSENTER
+# return turns them on with 'sti; sysexit', at the vDSO's landing pad).
+RETURN_TO_USER = ("entry_SYSCALL_64", "entry_INT80_32", "restore_all_switch_stack")
 # The C functions the entry code calls with interrupts off.
 ENTRY_C = ("exc_", "common_interrupt", "sysvec_", "spurious_interrupt", "do_syscall_64",
            "do_int80_syscall_32", "do_fast_syscall_32", "do_SYSENTER_32")
@@ -312,6 +326,40 @@ def kernel_frames(chain, marker):
     return out
 
 
+def landing(frames, names, model, points):
+    """Where the guest's interrupt, held off at an irq-off sample, lands
+    if the guest runs on with interrupts off until it returns to the
+    context that its innermost entry interrupted: the names of that
+    context's frames (the chain past the entry), "[user]" for user mode,
+    or None where it lands elsewhere, at a point both profiles leave out:
+    a context with interrupts off, or one at an enable point or a
+    function's first instruction, or the i386 SYSENTER syscall's return
+    to user mode (its vDSO's landing pad).  A chain with no entry frame
+    outside its bottom: a cli region in a syscall, or its return."""
+    i = next((i for i, n in enumerate(names) if n.startswith(INTERRUPT + EXCEPTION)), None)
+    if i is None:
+        return "[user]" if names[-1].startswith(RETURN_TO_USER) else None
+    if i + 1 == len(frames):
+        return "[user]"
+    rest = frames[i + 1:]
+    if rest[0] in points or rest[0] in model.starts or \
+            model.state(rest, names[i + 1:]) == "off":
+        return None
+    return names[i + 1:]
+
+
+def returned(where, stack, names):
+    """Whether a sample kept (stack, and names if a kernel one) shows the
+    guest back in the context where (landing()): user mode for "[user]";
+    for a kernel context, a chain with no interrupt or exception entry
+    (the handler returned) that ends where where ends (the same syscall
+    or task)."""
+    if where == "[user]" or names is None:
+        return where == stack
+    return where[-1] == names[-1] and not any(n.startswith(INTERRUPT + EXCEPTION)
+                                               for n in names)
+
+
 class Profile:
     """One side's folded stacks, and its kernel chains (names, leaf first)."""
 
@@ -322,37 +370,74 @@ class Profile:
         self.chains = []
         self.dropped = collections.Counter()
         self.order = []
+        # Samples in a hard interrupt's handler, interrupts off: where
+        # the guest's interrupt held off there lands, if the handler
+        # returns straight to the context it interrupted.
+        self.held = []
         for mode, ip, chain in samples:
             if mode == umode:
                 if ip in user_points:
-                    self.dropped["irq-enable"] += 1
+                    self.drop("irq-enable")
                     continue
-                self.stacks["[user]"] += 1
-                self.with_entry["[user]"] += 1
-                self.order.append("[user]")
+                self.add("[user]")
                 continue
             if mode != kmode:
                 continue
             frames = kernel_frames(chain, marker) or [ip]
             names = [sym(a) or f"{a:#x}" for a in frames]
             if "do_idle" in names:
-                self.dropped["idle"] += 1
+                self.drop("idle")
                 continue
             if ip in points:
-                self.dropped["irq-enable"] += 1
+                self.drop("irq-enable")
                 continue
             if model.state(frames, names) == "off":
-                self.dropped["irq-off"] += 1
+                self.hold(frames, names, model, points)
                 continue
             self.chains.append(names)
             stack = ";".join(names[:DEPTH])
-            self.with_entry[stack] += 1
             if ip in model.starts:
-                self.dropped["entry"] += 1
+                self.with_entry[stack] += 1
+                self.drop("entry")
                 continue
-            self.stacks[stack] += 1
-            self.order.append(stack)
+            self.add(stack, names)
+        self.drop()
         self.total = sum(self.stacks.values())
+
+    def hold(self, frames, names, model, points):
+        """An irq-off sample: held for the next sample kept (add()) with
+        where the guest's interrupt held off there lands, if it lands in
+        the context its innermost entry interrupted (landing()); else left
+        out."""
+        where = landing(frames, names, model, points)
+        if where is None:
+            self.drop("irq-off")
+            return
+        self.held.append(where)
+
+    def add(self, stack, names=None):
+        """A sample the guest could take, at stack (a kernel one's names,
+        leaf first).  The held samples before it go where they land if
+        this one is in that context (see returned()): the guest got there
+        with interrupts off all along; if not, it went through an sti
+        (schedule() on the way to user mode, an exception's handler):
+        left out."""
+        back = [h for h in self.held if returned(h, stack, names)]
+        self.dropped["irq-off"] += len(self.held) - len(back)
+        self.dropped["irq-return"] += len(back)
+        self.held = []
+        for s in [";".join(h[:DEPTH]) if h != "[user]" else h for h in back] + [stack]:
+            self.stacks[s] += 1
+            self.with_entry[s] += 1
+            self.order.append(s)
+
+    def drop(self, why=None):
+        """A sample left out (why): the held samples before it too, as
+        irq-off (the guest's interrupt did not land where they wait)."""
+        if why:
+            self.dropped[why] += 1
+        self.dropped["irq-off"] += len(self.held)
+        self.held = []
 
     def reach(self):
         return (sum(1 for c in self.chains if c[-1].startswith(BOTTOM)) / len(self.chains)
@@ -368,6 +453,30 @@ def overlap(a, b):
     if not na or not nb:
         return 0.0
     return sum(min(a[s] / na, b[s] / nb) for s in a.keys() | b.keys())
+
+
+def same_interval(host, guest, vcpu_tsc):
+    """The samples of both recordings that lie in the interval both cover.
+    host and guest: (raw dump, its samples); vcpu_tsc: the vCPU's TSC
+    offset and scale (guest TSC = host TSC * scale + offset).  The guest's
+    timestamps go to the host's clock through the TSC, with each
+    recording's PERF_RECORD_TIME_CONV.  Returns both lists, and how long
+    the interval is and how much longer the guest's recording is, in s;
+    None if a recording has no TIME_CONV or no samples."""
+    (hdump, hs), (gdump, gs) = host, guest
+    hconv, gconv = tsc_of(hdump), tsc_of(gdump)
+    offset, scale = vcpu_tsc
+    ht = sample_times(hdump)
+    gt = [hconv[1](round((gconv[0](t) - offset) / scale)) for t in sample_times(gdump)] \
+        if hconv and gconv else []
+    # The host's timestamps of the guest's samples, not of its own.
+    hg = [t for t, s in zip(ht, hs) if s[0] in (MISC_GUEST_KERNEL, MISC_GUEST_USER)]
+    if not hg or not gt or len(ht) != len(hs) or len(gt) != len(gs):
+        return None
+    lo, hi = max(hg[0], gt[0]), min(hg[-1], gt[-1])
+    return ([s for t, s in zip(ht, hs) if lo <= t <= hi],
+            [s for t, s in zip(gt, gs) if lo <= t <= hi],
+            (hi - lo) / 1e9, (gt[-1] - gt[0] - hi + lo) / 1e9)
 
 
 def vdso_landing_points(dump, vdso):
@@ -388,11 +497,12 @@ def vdso_landing_points(dump, vdso):
 
 
 def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux,
-             user_points=frozenset()):
+             user_points=frozenset(), overlap_asserted=True):
     """Print and check the fidelity line of one guest.  mode_misc: the
     cpumodes (MISC_*) of the host's guest-kernel and guest-user samples and
     of the guest's own kernel and user samples; user_points: the guest user
-    addresses where a held-off interrupt lands (vdso_landing_points())."""
+    addresses where a held-off interrupt lands (vdso_landing_points());
+    overlap_asserted: whether the overlap goal fails the check."""
     hk, hu, gk, gu = mode_misc
     model = IrqModel(vmlinux)
     points = model.enable_points()
@@ -425,7 +535,11 @@ def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux,
         print(f"#   {host.share(s):.3f} {guest.share(s):.3f}  {s.replace(';', ' <- ')}")
     check(host.chains and guest.chains and rh >= 0.95 * rg,
           f"{tag}: fidelity: host reach {rh:.2f} is at least 0.95 of the guest's {rg:.2f}")
-    # Not asserted: under emulation the goal (0.85) is met in about half
-    # the runs; README "Fidelity" has the figures and says why.
-    print(f"# {tag}: fidelity: overlap {both:.2f} of the host's and the guest's profiles "
-          f"(goal 0.85, not asserted; the guest against itself: {halves:.2f})")
+    what = (f"{tag}: fidelity: overlap {both:.2f} of the host's and the guest's profiles "
+            f"is at least 0.85 (the guest against itself: {halves:.2f})")
+    if overlap_asserted:
+        check(both >= 0.85, what)
+    else:
+        # The i386 guest: 0.86-0.90 with a 40 s window (README "Fidelity"),
+        # too close to the goal to fail a run on it yet.
+        print(f"# {what}: not asserted for this guest")

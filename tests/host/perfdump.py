@@ -14,6 +14,8 @@ CONTEXTS = {
 MISC_KERNEL, MISC_USER, MISC_GUEST_KERNEL, MISC_GUEST_USER = 1, 2, 4, 5
 
 _HEAD = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): (-?\d+)/\S+: (0x[0-9a-f]+)")
+_TIME = re.compile(r"^\d+ (\d+) 0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_SAMPLE\(")
+_CONV = re.compile(r"^\.\.\. Time (Shift|Muliplier|Zero)\s+(\d+)$")
 _ENTRY = re.compile(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$")
 
 
@@ -35,6 +37,30 @@ def samples(dump, pid=False):
                 cur[-1].append(int(m.group(1), 16))
     if cur:
         yield cur
+
+
+def sample_times(dump):
+    """The timestamps of the samples that samples(dump) yields, in order."""
+    with open(dump, errors="replace") as f:
+        return [int(m.group(1)) for m in map(_TIME.match, f) if m]
+
+
+def tsc_of(dump):
+    """From the dump's PERF_RECORD_TIME_CONV, the functions that turn its
+    perf clock into TSC cycles and back, or None without one."""
+    conv = {}
+    with open(dump, errors="replace") as f:
+        for line in f:
+            m = _CONV.match(line.strip())
+            if m:
+                conv[m.group(1)] = int(m.group(2))
+            if len(conv) == 3:
+                break
+    if len(conv) < 3:
+        return None
+    shift, mult, zero = conv["Shift"], conv["Muliplier"], conv["Zero"]
+    return (lambda t: (((t - zero) % (1 << 64)) << shift) // mult,
+            lambda c: (zero + ((c * mult) >> shift)) % (1 << 64))
 
 
 class SystemMap:

@@ -48,7 +48,7 @@ else
 fi
 if [ "$self" = self ]; then
 	# The guest records itself, the host the same interval: from the
-	# guest's line that opens it, 16 s of the host's time; then the host
+	# guest's line that opens it, 40 s of the host's time; then the host
 	# tells the guest to close it.  perf takes seconds to start here, so
 	# the host's recording starts before, with its events off (-D -1), and
 	# its control FIFO turns them on and off; perf acks each command on
@@ -67,7 +67,7 @@ if [ "$self" = self ]; then
 	for cmd in enable disable; do
 		echo $cmd >&3
 		read -t 30 -r _ <&4 || { echo "demo: perf kvm record did not ack '$cmd'"; exit 1; }
-		[ $cmd = disable ] || sleep 16
+		[ $cmd = disable ] || sleep 40
 	done
 	echo close >&5
 	l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed' 0.1
