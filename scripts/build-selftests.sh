@@ -3,18 +3,36 @@
 # Build the KVM selftests this workbench runs, plus its own guest programs
 # (tests/guest/*.c and tests/guest/*/, see tests/guest/selftests.mk), from
 # build/linux with the selftests library.
+# usage: build-selftests.sh [arm64]
+# With arm64: the aarch64/ tests of the list, cross-built and static (the
+# arm64 VMs have no shared libraries), in build/selftests-arm64.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-out=$top/build/selftests
-hdr=$top/build/headers
 # Stock tests known to pass under nested TCG (see ../shared/background.md),
 # plus every test the series adds (listed in tests/selftests.list).
-mapfile -t tests < <(grep -v '^#' "$top/tests/selftests.list" | awk 'NF { print $1 }')
-make -s -C "$tree" O="$top/build/obj-headers" headers_install INSTALL_HDR_PATH="$hdr" >/dev/null
+mapfile -t listed < <(grep -v '^#' "$top/tests/selftests.list" | awk 'NF { print $1 }')
+if [ "${1:-}" = arm64 ]; then
+	arch_load arm64
+	out=$top/build/selftests-arm64 hdr=$top/build/headers-arm64 hobj=$top/build/obj-headers-arm64
+	hmk=("${arch_make[@]}")
+	mk=("${arch_make[@]}" CC="ccache $arch_user_cc" EXTRA_CFLAGS="-static ${EXTRA_CFLAGS:-}")
+	extra=()
+	tests=()
+	for t in "${listed[@]}"; do [ "${t#aarch64/}" = "$t" ] || tests+=("$t"); done
+else
+	out=$top/build/selftests hdr=$top/build/headers hobj=$top/build/obj-headers
+	hmk=()
+	mk=(CC="$host_cc" ${EXTRA_CFLAGS:+EXTRA_CFLAGS="$EXTRA_CFLAGS"})
+	extra=(-f "$top/tests/guest/selftests.mk")
+	tests=()
+	for t in "${listed[@]}"; do [ "${t#aarch64/}" != "$t" ] || tests+=("$t"); done
+fi
+make -s -C "$tree" O="$hobj" "${hmk[@]}" headers_install INSTALL_HDR_PATH="$hdr" >/dev/null
 targets=()
 for t in "${tests[@]}"; do targets+=("$out/$t"); done
-make -s -C "$tree/tools/testing/selftests/kvm" -f Makefile -f "$top/tests/guest/selftests.mk" \
-	CC="$host_cc" OUTPUT="$out" KHDR_INCLUDES="-isystem $hdr/include" \
-	${EXTRA_CFLAGS:+EXTRA_CFLAGS="$EXTRA_CFLAGS"} \
-	-j"$(nproc)" "${targets[@]}" wb-progs
-echo "selftests: ${#tests[@]} KVM selftests and $(find "$out/wb" -type f -perm -u+x | wc -l) guest program(s) in $out"
+[ ${#extra[@]} = 0 ] || targets+=(wb-progs)
+make -s -C "$tree/tools/testing/selftests/kvm" -f Makefile "${extra[@]}" \
+	"${mk[@]}" OUTPUT="$out" KHDR_INCLUDES="-isystem $hdr/include" \
+	-j"$(nproc)" "${targets[@]}"
+echo "selftests: ${#tests[@]} KVM selftests$([ ${#extra[@]} = 0 ] ||
+	echo " and $(find "$out/wb" -type f -perm -u+x | wc -l) guest program(s)") in $out"

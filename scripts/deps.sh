@@ -18,6 +18,8 @@ pkgs=(
 	rsync
 	# the 32-bit guest's /init: a static i386 program needs the i386 libc
 	libc6-dev-i386-cross
+	# the arm64 KVM host VM and its static selftests
+	qemu-system-arm libc6-dev-arm64-cross
 	# perf: its libraries, and python for its scripts and the host checks
 	pkgconf libdw-dev libtraceevent-dev python3 python3-dev python3-ply
 	# gdb, for the core of a perf that crashed in the test VM (check_demo.py)
@@ -42,10 +44,18 @@ for p in "${pkgs[@]}" "$@"; do
 	[ "$p" = npm ] && command -v npm >/dev/null && continue
 	missing+=("$p")
 done
-if [ ${#missing[@]} != 0 ]; then
-	echo "deps: installing ${missing[*]}"
+# The arm64 VMs' busybox comes from Debian's arm64 archive
+# (scripts/mkinitramfs.sh --arm64 downloads it).
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	dpkg --add-architecture arm64
+	need_update=1
+fi
+if [ ${#missing[@]} != 0 ] || [ -n "${need_update:-}" ]; then
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	if [ ${#missing[@]} != 0 ]; then
+		echo "deps: installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
 fi
 have=$(dpkg-query -W -f='${Version}' linux-source-6.12)
 [ "$have" = "$src" ] || { echo "deps: linux-source-6.12 is $have, the series needs $src" >&2; exit 1; }

@@ -121,18 +121,17 @@ perf_flamegraph() (
 
 # run_vms <kernel> <limit> <results dir> <vms>: boot the VMs all at once
 # (each QEMU is one thread, so one core each), one per line of <vms>,
-# "<name> <scenario,...>", with <kernel>'s build and the test initramfs
-# (the Bochs VM: the one without the demo's guests, which it does not run);
+# "<name> <scenario,...>", each with its kernel and initramfs (vm_boot);
 # each runs its scenarios within <limit> seconds, leaves its results in
 # <results dir>/<name> and prefixes its output with its name.  Fails if
 # any of them failed.
 run_vms() {
-	local vm list initrd pids=() p rc=0
+	local vm list boot pids=() p rc=0
 	while read -r vm list; do
 		[ -n "$vm" ] || continue
-		initrd=$top/build/initramfs-demo.cpio.gz
-		[ "$(machine_of "$vm")" = bochs ] && initrd=$top/build/initramfs.cpio.gz
-		( WB_MACHINE=$(machine_of "$vm") "$top/scripts/run-vm.sh" "$1" "$initrd" "$3/$vm" "$2" "$list" 2>&1 |
+		read -r -a boot <<< "$(vm_boot "$vm" "$1")"
+		( WB_MACHINE=$(machine_of "$vm") WB_APPEND="${boot[*]:2}" \
+			"$top/scripts/run-vm.sh" "${boot[0]}" "${boot[1]}" "$3/$vm" "$2" "$list" 2>&1 |
 			sed -u "s/^/$vm: /" ) &
 		pids+=($!)
 	done <<< "$4"
@@ -184,8 +183,8 @@ scenarios_of() {
 		END { print "" }' "$top/tests/scenarios.list"
 }
 # vms_of <command>: the same scenarios grouped by the test VM that runs
-# them (the list's vm column), one line per VM: "vm<N> <scenario,...>", and
-# "vmx <scenario,...>" for the Bochs VM.
+# them (the list's vm column), one line per VM: "vm<N> <scenario,...>",
+# "vmx <scenario,...>" for the Bochs VM, "arm64..." for the arm64 ones.
 vms_of() {
 	awk -v c="$1" '!/^#/ && NF >= 4 && ("," $3 ",") ~ ("," c ",") {
 			vm = $4 ~ /^[0-9]+$/ ? "vm" $4 : $4
@@ -194,10 +193,24 @@ vms_of() {
 		END { for (i = 0; i < n; i++) print order[i], list[order[i]] }' "$top/tests/scenarios.list"
 }
 # machine_of <vm>: the emulator of a test VM: bochs for vmx (an Intel CPU
-# with VMX), qemu for the others (TCG's AMD CPU with SVM).
+# with VMX), qemu for the others (TCG's AMD CPU with SVM, or for arm64...
+# its arm64 CPU with EL2 and PMUv3).
 machine_of() {
 	case $1 in
 	vmx) echo bochs ;;
 	*) echo qemu ;;
+	esac
+}
+# vm_boot <vm> <kernel>: the kernel build, initramfs and extra kernel
+# command line of a test VM, as "<kernel> <initramfs> [<option>...]":
+# <kernel> for the x86 VMs, with the demo's guests except under Bochs (it
+# does not run them); the arm64 host kernel and its initramfs for the arm64
+# VMs, arm64-nmi with pseudo-NMIs for the PMU interrupt.
+vm_boot() {
+	case $1 in
+	vmx) echo "$2 $top/build/initramfs.cpio.gz" ;;
+	arm64) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz" ;;
+	arm64-nmi) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz irqchip.gicv3_pseudo_nmi=1" ;;
+	*) echo "$2 $top/build/initramfs-demo.cpio.gz" ;;
 	esac
 }

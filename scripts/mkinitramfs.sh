@@ -14,7 +14,10 @@
 #   mkinitramfs.sh <out.cpio.gz> --guest-i386: the demo's 32-bit L2 guest
 #	(its workload as one static i386 program, /bin/l2-work built for i386,
 #	also kept as build/l2-work-i386, and its own perf, build-perf.sh
-#	--guest i386).
+#	--guest i386);
+#   mkinitramfs.sh <out.cpio.gz> --arm64: the arm64 test VM (an arm64 KVM
+#	host): Debian's static busybox for arm64 and the aarch64/ KVM
+#	selftests (build-selftests.sh arm64), with the same /init.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -45,6 +48,27 @@ if [ "${2:-}" = --guest-i386 ]; then
 	mkdir -p "$root/bin"
 	cp "$top/build/l2-work-i386" "$root/bin/l2-work"
 	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-i386/perf"
+	pack
+	exit 0
+fi
+
+if [ "${2:-}" = --arm64 ]; then
+	mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,out,tests,selftests} "$top/build/debs"
+	# Debian's busybox-static for arm64, unpacked: it cannot be installed
+	# next to the machine's own (dpkg --add-architecture arm64 in deps.sh).
+	deb=$(find "$top/build/debs" -name 'busybox-static_*_arm64.deb' | sort | tail -1)
+	if [ -z "$deb" ]; then
+		(cd "$top/build/debs" && apt-get download -qq busybox-static:arm64 2>&1 | grep -v '^W: Download is performed unsandboxed') ||
+			{ echo "initramfs: apt-get download busybox-static:arm64 FAILED" >&2; exit 1; }
+		deb=$(find "$top/build/debs" -name 'busybox-static_*_arm64.deb' | sort | tail -1)
+	fi
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO ./bin/busybox > "$root/bin/busybox"
+	chmod +x "$root/bin/busybox"
+	cp "$top/tests/vm/init" "$root/init"
+	cp "$top/tests/vm/selftests.sh" "$top/tests/selftests.list" "$root/tests/"
+	(cd "$top/build/selftests-arm64" && grep -v '^#' "$top/tests/selftests.list" | awk '$1 ~ /^aarch64\// { print $1 }' |
+		while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
+	chmod +x "$root/init" "$root"/tests/*.sh
 	pack
 	exit 0
 fi

@@ -4,6 +4,8 @@
 # (an AMD CPU with SVM), or with WB_MACHINE=bochs under Bochs (an Intel CPU
 # with VMX).
 # usage: run-vm.sh <kernel> <initramfs> <outdir> <timeout-seconds> <scenario,...>
+# <outdir>'s name is the VM's (tests/scenarios.list); $WB_APPEND is added to
+# its kernel command line.
 # <kernel> is the name of a kernel build (build/obj-<kernel>); the emulator's
 # options come from that build's architecture record (scripts/arch/).
 # The console goes to <outdir>/console.log; results land in <outdir>: over
@@ -39,10 +41,17 @@ rm -rf "${out:?}"/*
 mon=$(mktemp -d)
 trap 'kill $vm 2>/dev/null || true; rm -rf "$mon"' EXIT
 vm=
-declare -A limit_of
-# A scenario's limit in the machine's row (tests/scenarios.list).
+declare -A limit_of own
+# A scenario's limit in this VM's row (tests/scenarios.list), or, for a VM
+# the list does not name (make bench's), in a row of its emulator.
+vmname=$(basename "$out")
 while read -r name secs _ which _; do
-	[ "$(machine_of "${which:--}")" = "$machine" ] && limit_of[$name]=$secs
+	case $which in [0-9]*) which=vm$which ;; esac
+	if [ "$which" = "$vmname" ]; then
+		limit_of[$name]=$secs own[$name]=1
+	elif [ -z "${own[$name]:-}" ] && [ "$(machine_of "${which:--}")" = "$machine" ]; then
+		limit_of[$name]=$secs
+	fi
 done < <(grep -v '^#' "$top/tests/scenarios.list")
 for s in ${run//,/ }; do
 	[ -n "${limit_of[$s]:-}" ] || { echo "vm: scenario '$s' has no $machine row in tests/scenarios.list" >&2; exit 1; }
@@ -56,7 +65,7 @@ if [ "$machine" = qemu ]; then
 		-serial file:"$out/console.log" -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" \
 		-virtfs local,path="$out",mount_tag=wbout,security_model=none,id=wbout \
-		-append "console=$arch_console panic=-1 $(arch_append) wb.machine=qemu wb.vm=$(basename "$out") wb.run=$run" \
+		-append "console=$arch_console panic=-1 $(arch_append) ${WB_APPEND:+$WB_APPEND }wb.machine=qemu wb.vm=$(basename "$out") wb.run=$run" \
 		</dev/null &
 else
 	mkdir -p "$mon/iso/boot/grub"

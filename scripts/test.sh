@@ -60,8 +60,8 @@ check() {
 		tap_not_ok "$name: exited with $rc and reported no failure" | record
 }
 
-# The test VMs: "vm<N> <scenario,...>" lines, and "vmx <scenario,...>"
-# (tests/scenarios.list).
+# The test VMs: "vm<N> <scenario,...>" lines, "vmx <scenario,...>" and
+# "arm64[-nmi] <scenario,...>" (tests/scenarios.list).
 vms=$(vms_of test)
 if [ "${1:-}" = --judge ]; then
 	# Judge the results of the last run again (after editing a checker).
@@ -74,19 +74,24 @@ stage gate check gate scripts/gate.sh
 stage kernel scripts/build-kernel.sh x86_64 test configs/host.config configs/kasan.config configs/trace.config
 stage guest-kernel scripts/build-kernel.sh x86_64 guest configs/guest.config
 stage guest-kernel-i386 scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
+stage kernel-arm64 scripts/build-kernel.sh arm64 host-arm64 configs/host-arm64.config
 stage perf scripts/build-perf.sh
 stage guest-perf scripts/build-perf.sh --guest x86_64
 stage guest-perf-i386 scripts/build-perf.sh --guest i386
 stage selftests scripts/build-selftests.sh
+stage selftests-arm64 scripts/build-selftests.sh arm64
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 stage initramfs scripts/mkinitramfs.sh build/initramfs.cpio.gz
+stage initramfs scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
 	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
 rm -rf "$res"
-# The QEMU VMs side by side (one core each), then the Bochs VM alone.
-stage --judge-anyway vm run_vms test 2400 "$res" "$(grep -v '^vmx ' <<< "$vms")"
+# The x86 QEMU VMs side by side (one core each), then the Bochs VM alone,
+# then the two arm64 VMs side by side.
+stage --judge-anyway vm run_vms test 2400 "$res" "$(grep -E '^vm[0-9]+ ' <<< "$vms")"
 stage --judge-anyway vmx run_vms test 1200 "$res" "$(grep '^vmx ' <<< "$vms")"
+stage --judge-anyway vm-arm64 run_vms test 900 "$res" "$(grep '^arm64' <<< "$vms")"
 fi
 
 # Judge on the host, VM by VM: the VM itself, then each scenario with its

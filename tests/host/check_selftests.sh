@@ -3,14 +3,16 @@
 # The selftests scenario: one result per test of tests/selftests.list; a
 # skip of a test marked 'required', or of one of its sub-cases, is a failure.
 # In the results of a VM under Bochs (its machine file), only the tests
-# marked bochs.
+# marked bochs; of an arm64 VM (its arch file), only the aarch64/ ones.
 # usage: check_selftests.sh <results dir> <checkout>
 res=$1 top=$2
 . "$top/tests/lib/tap.sh"
 grep -v '^  ' "$res/selftests.log" | sed 's/^/# /'
 machine=$(cat "$res/machine" 2>/dev/null)
+arch=$(cat "$res/arch" 2>/dev/null)
 while read -r t req flags; do
 	[ -z "$t" ] || [ "${t#\#}" != "$t" ] && continue
+	case $t in aarch64/*) [ "$arch" = aarch64 ] ;; *) [ "$arch" = x86_64 ] ;; esac || continue
 	[ "$machine" != bochs ] || case " $req $flags " in *" bochs "*) ;; *) continue ;; esac
 	line=$(grep -E "^(ok|not ok|skip) $t( |$)" "$res/selftests.log")
 	# A required test's own sub-case skips count too (kselftest exits 0 on them).
