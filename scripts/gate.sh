@@ -100,12 +100,12 @@ done
 # configs with the series, each compared with base where it warns.
 # The configurations are configs/gate.list, one line each, configured at
 # base.
-mapfile -t configs < <(grep -v '^#' "$top/configs/gate.list" | awk 'NF == 4')
+mapfile -t configs < <(grep -v '^#' "$top/configs/gate.list" | awk 'NF == 4 || NF == 5')
 # gate_config <line>: name, obj and the make arguments (margs) of a gate
 # configuration, its architecture loaded.
 gate_config() {
 	local compiler
-	read -r name garch frag compiler <<< "$1"
+	read -r name garch frag compiler gflags <<< "$1"
 	arch_load "$garch" || return 1
 	obj=$top/build/obj-gate-$name
 	case $compiler in
@@ -154,13 +154,34 @@ arch_load x86_64
 hkmake=("${arch_kmake[@]}")
 "$top/scripts/config.sh" x86_64 "$host" "$top/configs/host.config" > /dev/null
 mapfile -t cfiles < <(git -C "$tree" diff --name-only base.."$tip" -- '*.c' | grep -v '^tools/')
-objs=("${cfiles[@]/%.c/.o}")
-extra() {	# W=1 + sparse on the touched objects that exist at this commit
-	local o present=()
-	for o in "${objs[@]}"; do [ -f "$tree/${o%.o}.c" ] && present+=("$o") && rm -f "$host/$o"; done
-	make -C "$tree" O="$host" "${hkmake[@]}" W=1 C=2 -j"$(nproc)" "${present[@]}" > "$host/gate.log" 2>&1
-	warnings "$host/gate.log"
+# The touched objects of an architecture: its arch/ directory's and the
+# generic ones (arch_objs <srcarch>), or only its arch/ directory's
+# (arch_objs <srcarch> --own).
+arch_objs() {
+	local f
+	for f in "${cfiles[@]}"; do
+		case $f in
+		arch/"$1"/*) echo "${f%.c}.o" ;;
+		arch/*) ;;
+		*) [ "${2:-}" = --own ] || echo "${f%.c}.o" ;;
+		esac
+	done
 }
+mapfile -t objs < <(arch_objs x86)
+# extra_warnings <obj> <make args...> -- <objects...>: W=1 + sparse on the
+# objects that exist at this commit; their warnings.
+extra_warnings() {
+	local obj=$1 o present=() args=()
+	shift
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	for o in "$@"; do [ -f "$tree/${o%.o}.c" ] && present+=("$o") && rm -f "$obj/$o"; done
+	: > "$obj/extra.log"
+	[ ${#present[@]} = 0 ] ||
+		make -C "$tree" O="$obj" "${args[@]}" W=1 C=2 -j"$(nproc)" "${present[@]}" > "$obj/extra.log" 2>&1
+	warnings "$obj/extra.log"
+}
+extra() { extra_warnings "$host" "${hkmake[@]}" -- "${objs[@]}"; }
 s=$(date +%s)
 # Base itself is not built in full (with an empty ccache that is one more
 # full build): the first prefix builds all of the config that differs, and
@@ -219,8 +240,20 @@ for c in "${configs[@]}"; do
 	warnings "$obj/gate.log" > "$obj/warnings.tip"
 	t=$(( $(date +%s) - s ))
 	s=$(date +%s)
+	# W=1 and sparse on the touched files of its own arch/ directory.
+	if [ "${gflags:-}" = extra ]; then
+		case $garch in x86_64|i386) srcarch=x86 ;; *) srcarch=$garch ;; esac
+		mapfile -t aobjs < <(arch_objs "$srcarch" --own)
+		extra_warnings "$obj" "${margs[@]}" -- "${aobjs[@]}" >> "$obj/warnings.tip"
+	fi
 	base_warnings
+	if [ "${gflags:-}" = extra ]; then
+		checkout base
+		extra_warnings "$obj" "${margs[@]}" -- "${aobjs[@]}" >> "$obj/warnings.base"
+		sort -u -o "$obj/warnings.base" "$obj/warnings.base"
+	fi
 	checkout "$tip"
+	sort -u -o "$obj/warnings.tip" "$obj/warnings.tip"
 	new=$(comm -13 "$obj/warnings.base" "$obj/warnings.tip")
 	[ -n "$new" ] && ok=FAIL
 	if [ $ok = ok ]; then pass "$name builds with the series, no new warning"

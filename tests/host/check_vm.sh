@@ -23,9 +23,13 @@ tap_check "$vm: the VM ran under the emulator run_vms chose for it ($(machine_of
 case $vm in
 arm64*)
 	tap_check "$vm: KVM runs in VHE mode" grep -q 'kvm \[1\]: VHE mode initialized successfully' "$res/console.log"
+	want=0
+	[ "$vm" = arm64-nmi ] && want=1
 	nmi=$(grep -c 'GICv3: Pseudo-NMIs enabled' "$res/console.log")
-	tap_check "$vm: pseudo-NMIs $([ "$vm" = arm64-nmi ] && echo enabled || echo disabled)" \
-		test "$nmi" = "$([ "$vm" = arm64-nmi ] && echo 1 || echo 0)"
+	pmu=$(grep -c 'hw perfevents: enabled with armv8_pmuv3 PMU driver.*using NMIs' "$res/console.log")
+	tap_check "$vm: pseudo-NMIs $([ $want = 1 ] && echo enabled || echo disabled), the PMU interrupt $([ $want = 1 ] && echo "an NMI" || echo "an IRQ")" \
+		test "$nmi$pmu" = "$want$want"
+	grep -h 'GICv3: Pseudo-NMIs\|hw perfevents' "$res/console.log" | sed "s/^/# $vm: /"
 	;;
 esac
 for sc in ${scenarios//,/ }; do
