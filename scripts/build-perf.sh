@@ -6,7 +6,8 @@
 #	host), used both inside the VM and on the host for report/script;
 #   build-perf.sh --guest <arch>: build/perf-<arch>/perf, a static binary
 #	with no libraries for a demo guest (L2) of <arch> to record itself
-#	(perf record, perf report -D); the host reads its recordings.
+#	(perf record, perf report -D), and for the arm64 VMs (L1) to record
+#	their guests; the host reads its recordings.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 no=(NO_LIBPERL=1 NO_LIBLLVM=1 NO_CAPSTONE=1 NO_LIBPFM4=1 NO_SLANG=1

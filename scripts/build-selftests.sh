@@ -4,8 +4,9 @@
 # (tests/guest/*.c and tests/guest/*/, see tests/guest/selftests.mk), from
 # build/linux with the selftests library.
 # usage: build-selftests.sh [arm64]
-# With arm64: the aarch64/ tests of the list, cross-built and static (the
-# arm64 VMs have no shared libraries), in build/selftests-arm64.
+# With arm64: the aarch64/ tests of the list and guest_spin (the one guest
+# program that is not x86's), cross-built and static (the arm64 VMs have no
+# shared libraries), in build/selftests-arm64.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 # Stock tests known to pass under nested TCG (see ../shared/background.md),
@@ -16,7 +17,8 @@ if [ "${1:-}" = arm64 ]; then
 	out=$top/build/selftests-arm64 hdr=$top/build/headers-arm64 hobj=$top/build/obj-headers-arm64
 	hmk=("${arch_make[@]}")
 	mk=("${arch_make[@]}" CC="ccache $arch_user_cc" EXTRA_CFLAGS="-static ${EXTRA_CFLAGS:-}")
-	extra=()
+	extra=(-f "$top/tests/guest/selftests.mk")
+	wb=("$out/wb/guest_spin")
 	tests=()
 	for t in "${listed[@]}"; do [ "${t#aarch64/}" = "$t" ] || tests+=("$t"); done
 else
@@ -24,15 +26,15 @@ else
 	hmk=()
 	mk=(CC="$host_cc" ${EXTRA_CFLAGS:+EXTRA_CFLAGS="$EXTRA_CFLAGS"})
 	extra=(-f "$top/tests/guest/selftests.mk")
+	wb=(wb-progs)
 	tests=()
 	for t in "${listed[@]}"; do [ "${t#aarch64/}" != "$t" ] || tests+=("$t"); done
 fi
 make -s -C "$tree" O="$hobj" "${hmk[@]}" headers_install INSTALL_HDR_PATH="$hdr" >/dev/null
 targets=()
 for t in "${tests[@]}"; do targets+=("$out/$t"); done
-[ ${#extra[@]} = 0 ] || targets+=(wb-progs)
+targets+=("${wb[@]}")
 make -s -C "$tree/tools/testing/selftests/kvm" -f Makefile "${extra[@]}" \
 	"${mk[@]}" OUTPUT="$out" KHDR_INCLUDES="-isystem $hdr/include" \
 	-j"$(nproc)" "${targets[@]}"
-echo "selftests: ${#tests[@]} KVM selftests$([ ${#extra[@]} = 0 ] ||
-	echo " and $(find "$out/wb" -type f -perm -u+x | wc -l) guest program(s)") in $out"
+echo "selftests: ${#tests[@]} KVM selftests and $(find "$out/wb" -type f -perm -u+x | wc -l) guest program(s) in $out"

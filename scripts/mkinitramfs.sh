@@ -16,8 +16,9 @@
 #	also kept as build/l2-work-i386, and its own perf, build-perf.sh
 #	--guest i386);
 #   mkinitramfs.sh <out.cpio.gz> --arm64: the arm64 test VM (an arm64 KVM
-#	host): Debian's static busybox for arm64 and the aarch64/ KVM
-#	selftests (build-selftests.sh arm64), with the same /init.
+#	host): Debian's static busybox for arm64, the aarch64/ KVM
+#	selftests and guest_spin (build-selftests.sh arm64), and a static
+#	perf (build-perf.sh --guest arm64), with the same /init.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -53,7 +54,8 @@ if [ "${2:-}" = --guest-i386 ]; then
 fi
 
 if [ "${2:-}" = --arm64 ]; then
-	mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,out,tests,selftests} "$top/build/debs"
+	mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,out,tests,selftests,wb} "$top/build/debs"
+	arch_load arm64
 	# Debian's busybox-static for arm64, unpacked: it cannot be installed
 	# next to the machine's own (dpkg --add-architecture arm64 in deps.sh).
 	deb=$(find "$top/build/debs" -name 'busybox-static_*_arm64.deb' | sort | tail -1)
@@ -65,7 +67,9 @@ if [ "${2:-}" = --arm64 ]; then
 	dpkg-deb --fsys-tarfile "$deb" | tar -xO ./bin/busybox > "$root/bin/busybox"
 	chmod +x "$root/bin/busybox"
 	cp "$top/tests/vm/init" "$root/init"
-	cp "$top/tests/vm/selftests.sh" "$top/tests/selftests.list" "$root/tests/"
+	cp "$top/tests/vm/selftests.sh" "$top/tests/vm/baseline.sh" "$top/tests/selftests.list" "$root/tests/"
+	cp "$top/build/selftests-arm64/wb/guest_spin" "$root/wb/"
+	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-arm64/perf"
 	(cd "$top/build/selftests-arm64" && grep -v '^#' "$top/tests/selftests.list" | awk '$1 ~ /^aarch64\// { print $1 }' |
 		while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
 	chmod +x "$root/init" "$root"/tests/*.sh
@@ -79,7 +83,7 @@ cp "$top/tests/vm/init" "$root/init"
 cp "$top"/tests/vm/*.sh "$top/tests/selftests.list" "$root/tests/"
 cp "$top/build/perf/perf" "$root/bin/perf"
 find "$top/build/selftests/wb" -type f -perm -u+x -exec cp {} "$root/wb/" \;
-(cd "$top/build/selftests" && grep -v '^#' "$top/tests/selftests.list" | sed '/^$/d' |
+(cd "$top/build/selftests" && grep -v '^#' "$top/tests/selftests.list" | sed '/^$/d; /^aarch64\//d' |
 	while read -r t _; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
 if [ "${2:-}" = --l2 ]; then
 	mkdir -p "$root/demo" "$root/usr/bin" "$root/usr/share" "$root/usr/lib/x86_64-linux-gnu"

@@ -78,6 +78,7 @@ stage kernel-arm64 scripts/build-kernel.sh arm64 host-arm64 configs/host-arm64.c
 stage perf scripts/build-perf.sh
 stage guest-perf scripts/build-perf.sh --guest x86_64
 stage guest-perf-i386 scripts/build-perf.sh --guest i386
+stage perf-arm64 scripts/build-perf.sh --guest arm64
 stage selftests scripts/build-selftests.sh
 stage selftests-arm64 scripts/build-selftests.sh arm64
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest

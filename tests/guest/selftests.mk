@@ -21,9 +21,13 @@ $(foreach d,$(WB_DIRS),$(eval $(OUTPUT)/wb/guest_$(d): $(wildcard $(WB_DIR)$(d)/
 $(foreach p,$(filter-out $(WB_NOLIB),$(WB_ONE) $(WB_MULTI)),\
 	$(eval $(OUTPUT)/wb/$(p): $(WB_LIB) $(WB_HDRS)))
 
+# On arm64, return addresses signed as in a distribution kernel (guest_spin
+# turns pointer authentication on in its guest).
+WB_CFLAGS_aarch64 := -mbranch-protection=pac-ret+leaf
+
 $(WB_PROGS): $(LIBKVM_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	$(CC) $(CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer $(WB_CFLAGS_$(ARCH_DIR)) \
 		-I$(WB_DIR)lib $(CPPFLAGS) $(LDFLAGS) $(filter %.c,$^) \
 		$(LIBKVM_OBJS) $(LDLIBS) -o $@
 

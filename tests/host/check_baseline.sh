@@ -11,6 +11,8 @@ res=$1 top=$2
 . "$top/scripts/lib.sh"
 . "$top/tests/lib/tap.sh"
 perf=$top/build/perf/perf data=$res/baseline.data elf=$top/build/selftests/wb/guest_spin
+# An arm64 VM's (its arch file) guest program is the arm64 build.
+[ "$(cat "$res/arch" 2>/dev/null)" = aarch64 ] && elf=$top/build/selftests-arm64/wb/guest_spin
 check() { local what=$1; shift; tap_check "perf tools: $what" "$@"; }
 sed 's/^/# /' "$res/baseline.log"
 # Stock 6.12 (no series in patches/) must record no guest frame at all.
