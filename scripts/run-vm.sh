@@ -135,9 +135,17 @@ bochs_heartbeat() {
 	hb=$({ tr -d '\r' 2>/dev/null < "$out/serial3" || true; } | tail -1)
 	[ -z "$hb" ] || [ "$hb" = "$(cat "$out/heartbeat" 2>/dev/null)" ] || echo "$hb" > "$out/heartbeat"
 }
-# Done, or panicked (once the panic's report is complete).
+# Done, or panicked (once the panic's report is complete).  Done is the
+# console's last line and every results block complete on the second port,
+# one per scenario and the VM's own: /init's write of the last block
+# returns before the emulated UART has sent it, so the console can say
+# done while it is still on its way (seen once: vmx lost its cpus, kvm and
+# machine files).
 bochs_done() {
-	grep -q -e '^WB: all scenarios done' -e 'end Kernel panic' "$out/console.log" 2>/dev/null
+	grep -q 'end Kernel panic' "$out/console.log" 2>/dev/null && return 0
+	grep -q '^WB: all scenarios done' "$out/console.log" 2>/dev/null || return 1
+	[ "$({ tr -d '\r' < "$out/serial2" || true; } 2>/dev/null | grep -c '^WB-RESULTS-END$')" -ge \
+	  "$(( $(echo "${run//,/ }" | wc -w) + 1 ))" ]
 }
 # The results so far: each scenario's files, and at the end the VM's, each
 # a gzipped tar in base64 between two marker lines (tests/vm/init).
