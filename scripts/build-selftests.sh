@@ -4,9 +4,9 @@
 # (tests/guest/*.c and tests/guest/*/, see tests/guest/selftests.mk), from
 # build/linux with the selftests library.
 # usage: build-selftests.sh [arm64]
-# With arm64: the aarch64/ tests of the list and guest_spin (the one guest
-# program that is not x86's), cross-built and static (the arm64 VMs have no
-# shared libraries), in build/selftests-arm64.
+# With arm64: the aarch64/ tests of the list and the guest programs that
+# are not x86's only (guest_spin, guest_hostile), cross-built and static
+# (the arm64 VMs have no shared libraries), in build/selftests-arm64.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 # Stock tests known to pass under nested TCG (see ../shared/background.md),
@@ -18,7 +18,7 @@ if [ "${1:-}" = arm64 ]; then
 	hmk=("${arch_make[@]}")
 	mk=("${arch_make[@]}" CC="ccache $arch_user_cc" EXTRA_CFLAGS="-static ${EXTRA_CFLAGS:-}")
 	extra=(-f "$top/tests/guest/selftests.mk")
-	wb=("$out/wb/guest_spin")
+	wb=("$out/wb/guest_spin" "$out/wb/guest_hostile")
 	tests=()
 	for t in "${listed[@]}"; do [ "${t#aarch64/}" = "$t" ] || tests+=("$t"); done
 else

@@ -17,8 +17,8 @@
 #	--guest i386);
 #   mkinitramfs.sh <out.cpio.gz> --arm64: the arm64 test VM (an arm64 KVM
 #	host): Debian's static busybox for arm64, the aarch64/ KVM
-#	selftests and guest_spin (build-selftests.sh arm64), and a static
-#	perf (build-perf.sh --guest arm64), with the same /init.
+#	selftests, guest_spin and guest_hostile (build-selftests.sh arm64),
+#	and a static perf (build-perf.sh --guest arm64), with the same /init.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -69,8 +69,9 @@ if [ "${2:-}" = --arm64 ]; then
 	dpkg-deb --fsys-tarfile "$deb" | tar -xO ./bin/busybox > "$root/bin/busybox"
 	chmod +x "$root/bin/busybox"
 	cp "$top/tests/vm/init" "$root/init"
-	cp "$top/tests/vm/selftests.sh" "$top/tests/vm/baseline.sh" "$top/tests/selftests.list" "$root/tests/"
-	cp "$top/build/selftests-arm64/wb/guest_spin" "$root/wb/"
+	cp "$top/tests/vm/selftests.sh" "$top/tests/vm/baseline.sh" "$top/tests/vm/hostile.sh" \
+		"$top/tests/selftests.list" "$root/tests/"
+	cp "$top/build/selftests-arm64/wb/guest_spin" "$top/build/selftests-arm64/wb/guest_hostile" "$root/wb/"
 	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-arm64/perf"
 	(cd "$top/build/selftests-arm64" && grep -v '^#' "$top/tests/selftests.list" | awk '$1 ~ /^aarch64\// { print $1 }' |
 		while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)

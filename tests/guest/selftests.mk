@@ -6,7 +6,9 @@
 # A program is one file, tests/guest/<name>.c, or a directory of files,
 # tests/guest/<dir>/*.c, built as guest_<dir> (tests/guest/hostile/ is
 # guest_hostile).  All programs but those in WB_NOLIB also link the
-# workbench's library, tests/guest/lib/*.c.
+# workbench's library, tests/guest/lib/*.c.  A directory's files for one
+# architecture only are in its subdirectory named as the selftests name it
+# (x86_64/, aarch64/).
 WB_DIR := $(dir $(lastword $(MAKEFILE_LIST)))
 WB_LIB := $(wildcard $(WB_DIR)lib/*.c)
 WB_HDRS := $(wildcard $(WB_DIR)lib/*.h $(WB_DIR)*/*.h)
@@ -17,7 +19,8 @@ WB_NOLIB := guest_spin
 WB_PROGS := $(patsubst %,$(OUTPUT)/wb/%,$(WB_ONE) $(WB_MULTI))
 
 $(foreach p,$(WB_ONE),$(eval $(OUTPUT)/wb/$(p): $(WB_DIR)$(p).c))
-$(foreach d,$(WB_DIRS),$(eval $(OUTPUT)/wb/guest_$(d): $(wildcard $(WB_DIR)$(d)/*.c)))
+$(foreach d,$(WB_DIRS),$(eval $(OUTPUT)/wb/guest_$(d): \
+	$(wildcard $(WB_DIR)$(d)/*.c $(WB_DIR)$(d)/$(ARCH_DIR)/*.c)))
 $(foreach p,$(filter-out $(WB_NOLIB),$(WB_ONE) $(WB_MULTI)),\
 	$(eval $(OUTPUT)/wb/$(p): $(WB_LIB) $(WB_HDRS)))
 

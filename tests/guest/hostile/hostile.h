@@ -24,6 +24,8 @@
 
 /* cpu-clock period: 20 us, i.e. 50 kHz. */
 #define SAMPLE_PERIOD_NS	20000
+/* With 'guest_hostile cycles': one sample per 10^5 cycles of the PMU. */
+#define SAMPLE_PERIOD_CYCLES	100000
 #define RING_DATA_PAGES		256
 #define DRAIN_INTERVAL_US	1000
 
@@ -61,8 +63,11 @@
 #define R9			0x9999000ull
 #define RC(k)			(0x40000000ull + (uint64_t)(k) * 0x10)
 
-/* GPAs outside every memslot: a hole, and the local APIC's page. */
+/* A GPA outside every memslot. */
 #define MMIO_GPA		0xc0000000ull
+
+#ifdef __x86_64__
+/* The local APIC's page: outside every memslot too. */
 #define LAPIC_GPA		0xfee00000ull
 
 /* Addresses around the canonical boundaries. */
@@ -72,6 +77,21 @@
 #define TOP_PAGE		0xfffffffffffff000ull
 
 #define RSVD_BIT		BIT_ULL(51)
+#else
+/* Stage 1 descriptors: valid; table (page at level 3); AP[1], EL0's. */
+#define DESC_VALID		BIT_ULL(0)
+#define DESC_TABLE		BIT_ULL(1)
+#define DESC_EL0		BIT_ULL(6)
+
+/* Where the spin loop's code ends (aarch64/arch.c): a copy runs MMU off. */
+extern const char hostile_spin_end[];
+
+/*
+ * The granule of the default VM mode, which every case but some of
+ * aarch64/paging.c's runs in.
+ */
+#define PAGE_SIZE		SZ_4K
+#endif
 
 /* Where the cases' frames live (memslot 0 unless said otherwise). */
 #define C1_BASE			0x10000000000ull
@@ -85,7 +105,10 @@
 /* Guest side (main.c)                                                    */
 /* ---------------------------------------------------------------------- */
 
-/* Written by the host before each run: the RBP the guest spins with. */
+/*
+ * Written by the host before each run: the frame pointer (RBP, x29) the
+ * guest spins with.
+ */
 extern uint64_t spin_rbp;
 /* Written by the host through its mapping of guest memory: end the run. */
 extern volatile uint64_t guest_stop;
@@ -176,6 +199,8 @@ extern int nr_cases;
 
 extern pid_t main_pid;
 extern int sysctl_max_stack;
+/* Sample the PMU's cycles, not cpu-clock ('guest_hostile cycles'). */
+extern bool sample_cycles;
 /* Case 3: the values slot k of the rewritten frame page ever returns. */
 extern uint64_t rw_vals[RW_SLOTS][3];
 
@@ -281,10 +306,24 @@ struct suite {
 	int nr_cases;
 };
 
-extern const struct suite frame_suite;		/* frames.c */
-extern const struct suite page_table_suite;	/* paging.c */
-extern const struct suite legacy_suite;		/* legacy.c */
-extern const struct suite max_stack_suite;	/* frames.c */
+extern const struct suite frame_suite;		/* x86_64/frames.c */
+extern const struct suite page_table_suite;	/* <arch>/paging.c */
+extern const struct suite legacy_suite;		/* x86_64/legacy.c */
+extern const struct suite max_stack_suite;	/* long.c */
 extern const struct suite race_suite;		/* races.c */
+
+/* <arch>/arch.c: the suites in the order main.c runs them */
+extern const struct suite *const suites[];
+extern const int nr_suites;
+
+/*
+ * <arch>/arch.c: the leaf entry (x86 PTE, arm64 level 3 descriptor) that
+ * maps @gva, and the 8 values case 3's rewriting vCPU writes there, from
+ * its value @v and another page @alt: @v and @alt three times and twice,
+ * and values that must stop the walk, named by leaf_variants_what.
+ */
+uint64_t *leaf_entry(struct kvm_vm *vm, uint64_t gva);
+void leaf_variants(struct kvm_vm *vm, uint64_t v, vm_paddr_t alt, uint64_t vals[8]);
+extern const char leaf_variants_what[];
 
 #endif /* HOSTILE_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * guest_hostile: hostile guests against the KVM guest callchain unwinder.
+ * guest_hostile: hostile guests against the KVM guest callchain unwinder,
+ * on x86 (SVM and VMX) and on arm64.
  *
  * With kvm.guest_callchains=Y, a perf sample taken while a vCPU runs guest
  * code carries [PERF_CONTEXT_GUEST_{KERNEL,USER}, guest RIP, ret, ret, ...],
@@ -24,7 +25,9 @@
  *
  * Every case below builds a frame chain whose callchain those rules fully
  * determine, spins in an asm loop with RBP pointing at it, samples the vCPU
- * thread with cpu-clock at 50 kHz (exclude_host=1) and checks every sample:
+ * thread with cpu-clock at 50 kHz (exclude_host=1; with the argument
+ * 'cycles', the PMU's cycles, an arm64 host's pseudo-NMI if it uses them)
+ * and checks every sample:
  * those whose IP is in the spin loop must carry exactly the derived chain
  * (or, for the racing cases, one of the chains the rules allow).  A host
  * thread measures its clock_nanosleep(1 ms) oversleep meanwhile.
@@ -42,12 +45,27 @@
  *  6. valid chains of 8 and 512 frames, with the default sample_max_stack
  *     and with 16.
  *
+ * On arm64 (arch/arm64/kvm/guest_callchain.c) the frame records are
+ * AArch64's {x29, x30}, walked by the same rules in the half of the
+ * address space of the first x29 (cases 1 and 2 in aarch64/paging.c):
+ *
+ *  2. crafted stage 1 translation tables: the 4K, 16K and 64K granules with
+ *     3 and 4 levels, blocks at every level that may or may not hold one,
+ *     invalid and reserved descriptors, a table loop, tables and pages
+ *     outside every memslot, tagged frame pointers with and without TBI,
+ *     and the MMU off;
+ *
+ * and cases 3 to 6 as on x86, the descriptor of the stack page rewritten
+ * instead of its PTE.
+ *
  * The program's files: main.c (this: the guest code, the watchdog, the
- * reference figures, the suites in order and the TAP plan from their
- * tables), check.c (cases, their checks and reports), run.c (running a
- * case: perf sampling, vCPU threads, latency), and the suites of cases:
- * frames.c (1 and 6), paging.c (2: page tables), legacy.c (2: 32-bit code
- * and paging modes), races.c (3, 4 and 5).
+ * reference figures and the TAP plan from the suites' tables), check.c
+ * (cases, their checks and reports), run.c (running a case: perf sampling,
+ * vCPU threads, latency), and the suites of cases: long.c (6), races.c (3,
+ * 4 and 5), and per architecture, in <arch>/: arch.c (the guest's spin
+ * loop, the suites in order, the stack page's leaf entry), and on x86
+ * frames.c (1), paging.c (2: page tables), legacy.c (2: 32-bit code and
+ * paging modes), on arm64 paging.c (1 and 2).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -73,28 +91,6 @@ volatile uint64_t guest_stop;
 /* Counted up by the spin loop, read by the host: the guest runs. */
 volatile uint64_t guest_loops;
 
-/*
- * Spin with RBP = @rbp until *@stop, counting up *@loops.  Every sample
- * whose guest IP is in [spin_start, spin_end) sees exactly that RBP.
- */
-asm(".pushsection .text\n"
-	".global hostile_spin\n"
-	".type hostile_spin, @function\n"
-	"hostile_spin:\n"
-	"	push %rbp\n"
-	"	mov %rdi, %rbp\n"
-	".global spin_start\n"
-	"spin_start:\n"
-	"	incq (%rdx)\n"
-	"	cmpq $0, (%rsi)\n"
-	"	je spin_start\n"
-	".global spin_end\n"
-	"spin_end:\n"
-	"	pop %rbp\n"
-	"	ret\n"
-	".size hostile_spin, . - hostile_spin\n"
-	".popsection\n");
-
 void guest_code(void)
 {
 	for (;;) {
@@ -109,6 +105,7 @@ void guest_code(void)
 
 pid_t main_pid;
 int sysctl_max_stack;
+bool sample_cycles;
 
 static volatile uint64_t watchdog_deadline_ms;
 static const char *volatile watchdog_name;
@@ -228,15 +225,6 @@ static void reference(const char *name, enum ref_mode mode)
 
 /* ---------------------------------------------------------------------- */
 
-/* The suites in the order they run; the TAP plan is the sum of their cases. */
-static const struct suite *const suites[] = {
-	&frame_suite,
-	&page_table_suite,
-	&legacy_suite,
-	&max_stack_suite,
-	&race_suite,
-};
-
 static void summary(void)
 {
 	struct hcase *c;
@@ -263,7 +251,7 @@ static void summary(void)
 			       refs[i].lat_p99_us, "(reference)");
 }
 
-int main(void)
+int main(int argc, char *argv[])
 {
 	struct sigaction sa = { .sa_handler = kick_handler };
 	pthread_t wd;
@@ -272,6 +260,9 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
+	TEST_ASSERT(argc == 1 || (argc == 2 && !strcmp(argv[1], "cycles")),
+		    "usage: %s [cycles]", argv[0]);
+	sample_cycles = argc == 2;
 
 	/* Skips if /dev/kvm is missing. */
 	close(open_kvm_dev_path_or_exit());
@@ -291,17 +282,19 @@ int main(void)
 	wb_knob_write(true);
 
 	ksft_print_header();
-	for (i = 0; i < ARRAY_SIZE(suites); i++)
+	for (i = 0; i < nr_suites; i++)
 		plan += suites[i]->nr_cases;
 	tap_plan(plan);
-	ksft_print_msg("cpu-clock every %d ns on the vCPU thread, exclude_host=1; perf_event_max_stack %d; %ld CPUs; spin loop [0x%lx, 0x%lx)\n",
-		       SAMPLE_PERIOD_NS, sysctl_max_stack, sysconf(_SC_NPROCESSORS_ONLN),
-		       (uint64_t)spin_start, (uint64_t)spin_end);
+	ksft_print_msg("%s every %d %s on the vCPU thread, exclude_host=1; perf_event_max_stack %d; %ld CPUs; spin loop [0x%lx, 0x%lx)\n",
+		       sample_cycles ? "cycles" : "cpu-clock",
+		       sample_cycles ? SAMPLE_PERIOD_CYCLES : SAMPLE_PERIOD_NS,
+		       sample_cycles ? "cycles" : "ns", sysctl_max_stack,
+		       sysconf(_SC_NPROCESSORS_ONLN), (uint64_t)spin_start, (uint64_t)spin_end);
 
 	for (i = 0; i < ARRAY_SIZE(ref_runs); i++)
 		reference(ref_runs[i].name, ref_runs[i].mode);
 
-	for (i = 0; i < ARRAY_SIZE(suites); i++)
+	for (i = 0; i < nr_suites; i++)
 		suites[i]->run();
 
 	TEST_ASSERT_EQ(nr_cases, plan);

@@ -117,20 +117,13 @@ static void test_rewriter(const char *name)
 
 	/* vCPU 1's aliases: of S, and of the page table holding S's PTE. */
 	wb_map_gpa(vm, fa, gs);
-	pte = wb_pte_of(vm, s, PG_LEVEL_4K);
+	pte = leaf_entry(vm, s);
 	v = *pte;
 	pt = addr_hva2gpa(vm, (void *)((uintptr_t)pte & ~(uintptr_t)(PAGE_SIZE - 1)));
 	wb_map_gpa(vm, pta, pt);
 	rw.fa = fa;
 	rw.pte = pta + ((uintptr_t)pte & (PAGE_SIZE - 1));
-	rw.pte_val[0] = v;
-	rw.pte_val[1] = v;
-	rw.pte_val[2] = v;
-	rw.pte_val[3] = (v & ~PHYSICAL_PAGE_MASK) | gs2;
-	rw.pte_val[4] = (v & ~PHYSICAL_PAGE_MASK) | gs2;
-	rw.pte_val[5] = (v & ~PHYSICAL_PAGE_MASK) | MMIO_GPA;
-	rw.pte_val[6] = v & ~PTE_PRESENT_MASK;
-	rw.pte_val[7] = vm->pa_bits < 52 ? v | RSVD_BIT : v & ~PTE_PRESENT_MASK;
+	leaf_variants(vm, v, gs2, rw.pte_val);
 	rw.iterations = 0;
 	sync_global_to_guest(vm, rw);
 
@@ -138,8 +131,8 @@ static void test_rewriter(const char *name)
 	err = run_case(c, vm, vcpus, 2, NULL);
 	sync_global_from_guest(vm, rw);
 	snprintf(c->note, sizeof(c->note),
-		 "vCPU 1 did %lu rewrites (frames and PTE: valid, S2, MMIO, not present, reserved bit)",
-		 rw.iterations);
+		 "vCPU 1 did %lu rewrites (frames and PTE: %s)", rw.iterations,
+		 leaf_variants_what);
 	if (!err)
 		err = check_progress(c);
 	if (!err && !rw.iterations)

@@ -108,6 +108,7 @@ int wb_walk_frames(struct kvm_vm *vm, uint64_t fp, uint64_t *rets, int max)
 	return n;
 }
 
+#ifdef __x86_64__
 static uint8_t *uwalk_page(struct wb_uwalk *w, uint64_t gva)
 {
 	uint64_t table = w->cr3 & GENMASK_ULL(51, 12), pte, *p;
@@ -170,3 +171,4 @@ int wb_uwalk_chain(struct wb_uwalk *w, uint64_t fp, uint64_t *rets, int max)
 	}
 	return n;
 }
+#endif

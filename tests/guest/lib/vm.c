@@ -34,7 +34,7 @@ vm_paddr_t wb_new_page(struct kvm_vm *vm)
 {
 	vm_paddr_t gpa = vm_phy_page_alloc(vm, KVM_GUEST_PAGE_TABLE_MIN_PADDR, 0);
 
-	memset(addr_gpa2hva(vm, gpa), 0, PAGE_SIZE);
+	memset(addr_gpa2hva(vm, gpa), 0, vm->page_size);
 	return gpa;
 }
 
@@ -54,6 +54,7 @@ vm_paddr_t wb_map_page(struct kvm_vm *vm, uint64_t gva)
 	return gpa;
 }
 
+#ifdef __x86_64__
 /* The page-table entry that maps @gva at @level, which must exist. */
 uint64_t *wb_pte_of(struct kvm_vm *vm, uint64_t gva, int level)
 {
@@ -77,6 +78,14 @@ void wb_put_u64(struct kvm_vm *vm, uint64_t gva, uint64_t val)
 	memcpy((uint8_t *)addr_gpa2hva(vm, PTE_GET_PA(pte)) + (gva & (PAGE_SIZE - 1)),
 	       &val, sizeof(val));
 }
+
+#else
+/* Store @val at @gva through the page tables. */
+void wb_put_u64(struct kvm_vm *vm, uint64_t gva, uint64_t val)
+{
+	memcpy(addr_gpa2hva(vm, addr_gva2gpa(vm, gva)), &val, sizeof(val));
+}
+#endif
 
 /* The frame record {@next, @ret} at @gva. */
 void wb_put_rec(struct kvm_vm *vm, uint64_t gva, uint64_t next, uint64_t ret)
@@ -103,6 +112,7 @@ void wb_put_rec32(struct kvm_vm *vm, vm_paddr_t gpa, uint32_t next, uint32_t ret
 	p[1] = ret;
 }
 
+#ifdef __x86_64__
 /* Set the U/S bit in every present entry of the guest page tables. */
 void wb_pgtable_make_user(struct kvm_vm *vm, vm_paddr_t table, int level)
 {
@@ -193,6 +203,7 @@ void wb_vcpu_set_user_mode(struct kvm_vm *vm, struct kvm_vcpu *vcpu)
 	regs.rflags |= X86_EFLAGS_IOPL3;
 	vcpu_regs_set(vcpu, &regs);
 }
+#endif
 
 bool wb_vstat(struct wb_vstats *s, struct kvm_vcpu *vcpu, const char *name, uint64_t *val)
 {

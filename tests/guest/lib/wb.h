@@ -12,6 +12,9 @@
  *  - vm.c:    guest memory: page and frame-record builders, page-table
  *             entries, user-mode (CPL3) vCPU setup, vCPU binary stats.
  *
+ * Page tables, the VMM's walk of them and user mode are x86's only; the
+ * rest also builds for arm64 (guest_hostile).
+ *
  * The kernel series' own selftest,
  * tools/testing/selftests/kvm/x86_64/guest_callchain_test.c, stays
  * self-contained and carries its own copies of some of these helpers:
@@ -43,6 +46,7 @@
 /* The unwinder goes on to next only if next > fp and next - fp <= this. */
 #define WB_FRAME_MAX_GAP	SZ_1M
 
+#ifdef __x86_64__
 /* User segments, placed after the TSS (0x18-0x27) of the selftests' GDT. */
 #define USER_DS			(0x28 | 3)
 #define USER_CS			(0x30 | 3)
@@ -51,6 +55,7 @@
 #define X86_EFLAGS_IOPL3	(3u << 12)
 /* The selftests' ucall port (lib/x86_64/ucall.c). */
 #define UCALL_PORT		0x1000
+#endif
 
 /* util.c: time */
 uint64_t wb_now_ns(void);
@@ -130,6 +135,7 @@ bool wb_canonical(uint64_t a, int va_bits);
 bool wb_next_ok(uint64_t fp, uint64_t next);
 int wb_walk_frames(struct kvm_vm *vm, uint64_t fp, uint64_t *rets, int max);
 
+#ifdef __x86_64__
 /*
  * The unwinder's walk done by the VMM: 4- or 5-level paging through the
  * VMM's mapping, the last page's translation reused.
@@ -143,22 +149,27 @@ struct wb_uwalk {
 };
 
 int wb_uwalk_chain(struct wb_uwalk *w, uint64_t fp, uint64_t *rets, int max);
+#endif
 
 /* vm.c: guest memory */
 void *wb_gpa2hva_safe(struct kvm_vm *vm, uint64_t gpa);
 vm_paddr_t wb_new_page(struct kvm_vm *vm);
 void wb_map_gpa(struct kvm_vm *vm, uint64_t gva, vm_paddr_t gpa);
 vm_paddr_t wb_map_page(struct kvm_vm *vm, uint64_t gva);
+#ifdef __x86_64__
 uint64_t *wb_pte_of(struct kvm_vm *vm, uint64_t gva, int level);
+#endif
 void wb_put_u64(struct kvm_vm *vm, uint64_t gva, uint64_t val);
 void wb_put_rec(struct kvm_vm *vm, uint64_t gva, uint64_t next, uint64_t ret);
 void wb_put_rec_gpa(struct kvm_vm *vm, vm_paddr_t gpa, uint64_t next, uint64_t ret);
 void wb_put_rec32(struct kvm_vm *vm, vm_paddr_t gpa, uint32_t next, uint32_t ret);
 
+#ifdef __x86_64__
 /* vm.c: vCPUs */
 void wb_pgtable_make_user(struct kvm_vm *vm, vm_paddr_t table, int level);
 void wb_page_set_user(struct kvm_vm *vm, uint64_t gva, bool user);
 void wb_vcpu_set_user_mode(struct kvm_vm *vm, struct kvm_vcpu *vcpu);
+#endif
 
 struct wb_vstats {
 	int fd;

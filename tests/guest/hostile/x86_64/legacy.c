@@ -8,7 +8,7 @@
 
 #include "kvm_util.h"
 #include "processor.h"
-#include "hostile.h"
+#include "../hostile.h"
 
 /* ---------------------------------------------------------------------- */
 /* Case 2, continued: 32-bit code, paging off, 32-bit paging, PAE         */

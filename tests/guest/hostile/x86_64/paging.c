@@ -9,7 +9,7 @@
 
 #include "kvm_util.h"
 #include "processor.h"
-#include "hostile.h"
+#include "../hostile.h"
 
 /* ---------------------------------------------------------------------- */
 /* Case 2: crafted guest page tables                                      */
