@@ -11,7 +11,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 # Stock tests known to pass under nested TCG (see ../shared/background.md),
 # plus every test the series adds (listed in tests/selftests.list).
-mapfile -t listed < <(grep -v '^#' "$top/tests/selftests.list" | awk 'NF { print $1 }')
 if [ "${1:-}" = arm64 ]; then
 	arch_load arm64
 	out=$top/build/selftests-arm64 hdr=$top/build/headers-arm64 hobj=$top/build/obj-headers-arm64
@@ -19,16 +18,14 @@ if [ "${1:-}" = arm64 ]; then
 	mk=("${arch_make[@]}" CC="ccache $arch_user_cc" EXTRA_CFLAGS="-static ${EXTRA_CFLAGS:-}")
 	extra=(-f "$top/tests/guest/selftests.mk")
 	wb=("$out/wb/guest_spin" "$out/wb/guest_hostile")
-	tests=()
-	for t in "${listed[@]}"; do [ "${t#aarch64/}" = "$t" ] || tests+=("$t"); done
+	mapfile -t tests < <(selftests_of arm64)
 else
 	out=$top/build/selftests hdr=$top/build/headers hobj=$top/build/obj-headers
 	hmk=()
 	mk=(CC="$host_cc" ${EXTRA_CFLAGS:+EXTRA_CFLAGS="$EXTRA_CFLAGS"})
 	extra=(-f "$top/tests/guest/selftests.mk")
 	wb=(wb-progs)
-	tests=()
-	for t in "${listed[@]}"; do [ "${t#aarch64/}" != "$t" ] || tests+=("$t"); done
+	mapfile -t tests < <(selftests_of x86)
 fi
 make -s -C "$tree" O="$hobj" "${hmk[@]}" headers_install INSTALL_HDR_PATH="$hdr" >/dev/null
 targets=()

@@ -85,6 +85,14 @@ arch_of() {
 }
 image_of() { local a; a=$(arch_of "$1") && (arch_load "$a" && echo "$top/build/obj-$1/$arch_image"); }
 sysmap_of() { echo "$top/build/obj-$1/System.map"; }
+# selftests_of <arm64|x86>: the paths of tests/selftests.list's tests that
+# run on that architecture's KVM hosts: the aarch64/ ones on arm64, the
+# others on x86 (tests/vm/selftests.sh and tests/host/check_selftests.sh
+# apply the same rule to the list as the VM has it).
+selftests_of() {
+	grep -v '^#' "$top/tests/selftests.list" |
+		awk -v arm64="$([ "$1" = arm64 ] && echo 1 || echo 0)" 'NF && ($1 ~ /^aarch64\//) == arm64 { print $1 }'
+}
 
 # perf_flamegraph <perf.data> <outdir> <perf arguments...>: perf's own
 # flame graph script (with the d3-flame-graph template from npm) and its

@@ -73,7 +73,7 @@ if [ "${2:-}" = --arm64 ]; then
 		"$top/tests/selftests.list" "$root/tests/"
 	cp "$top/build/selftests-arm64/wb/guest_spin" "$top/build/selftests-arm64/wb/guest_hostile" "$root/wb/"
 	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-arm64/perf"
-	(cd "$top/build/selftests-arm64" && grep -v '^#' "$top/tests/selftests.list" | awk '$1 ~ /^aarch64\// { print $1 }' |
+	(cd "$top/build/selftests-arm64" && selftests_of arm64 |
 		while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
 	chmod +x "$root/init" "$root"/tests/*.sh
 	pack
@@ -86,8 +86,8 @@ cp "$top/tests/vm/init" "$root/init"
 cp "$top"/tests/vm/*.sh "$top/tests/selftests.list" "$root/tests/"
 cp "$top/build/perf/perf" "$root/bin/perf"
 find "$top/build/selftests/wb" -type f -perm -u+x -exec cp {} "$root/wb/" \;
-(cd "$top/build/selftests" && grep -v '^#' "$top/tests/selftests.list" | sed '/^$/d; /^aarch64\//d' |
-	while read -r t _; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
+(cd "$top/build/selftests" && selftests_of x86 |
+	while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
 if [ "${2:-}" = --l2 ]; then
 	mkdir -p "$root/demo" "$root/usr/bin" "$root/usr/share" "$root/usr/lib/x86_64-linux-gnu"
 	cp "$(image_of "$3")" "$root/demo/$(basename "$(image_of "$3")")"
