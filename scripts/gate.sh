@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # The series gate, as the kernel's build robot would run it: the series
 # applies to a pristine base, checkpatch --strict is clean, every prefix of
-# the series builds the host config, no new W=1 or sparse warning in the
-# files it touches, and each build-only config builds with and without it
-# with no new warning.  Prints TAP lines and a table; exits 1 if any
-# check failed.
+# the series builds the x86 and arm64 host configs, no new W=1 or sparse
+# warning in the files it touches, and each build-only config builds with
+# and without it with no new warning.  Prints TAP lines and a table; exits
+# 1 if any check failed.
 # Needs build/linux with the series committed (base..HEAD).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -149,7 +149,14 @@ base_warnings() {
 }
 
 # Every prefix builds the host config; W=1 and sparse on the touched files.
+# Every prefix that may change it (a commit touching more than tools/ and
+# arch/x86/) also builds the arm64 VMs' host config, where make test's
+# kernel-arm64 stage then finds it built.
 host=$top/build/obj-host
+host_arm64=$(obj_of host-arm64)
+arch_load arm64
+akmake=("${arch_kmake[@]}")
+"$top/scripts/config.sh" arm64 "$host_arm64" "$top/configs/host-arm64.config" > /dev/null
 arch_load x86_64
 hkmake=("${arch_kmake[@]}")
 "$top/scripts/config.sh" x86_64 "$host" "$top/configs/host.config" > /dev/null
@@ -203,6 +210,14 @@ for c in $(git -C "$tree" rev-list --reverse base.."$tip"); do
 			bisect_ok=0
 		fi
 	fi
+	if echo "$files" | grep -qvE '^(tools|arch/x86)/'; then
+		builds=$((builds + 1))
+		if ! kmake "$host_arm64" "${akmake[@]}" vmlinux; then
+			fail "bisect: the arm64 host config does not build with the series up to '$subj'"
+			grep -E 'error' "$host_arm64/gate.log" | head -5 | sed 's/^/    /'
+			bisect_ok=0
+		fi
+	fi
 	if echo "$files" | grep -q '^tools/perf/'; then
 		builds=$((builds + 1))
 		if ! "$top/scripts/build-perf.sh" > "$log/perf.log" 2>&1; then
@@ -220,7 +235,7 @@ for c in $(git -C "$tree" rev-list --reverse base.."$tip"); do
 		fi
 	fi
 done
-[ $bisect_ok = 1 ] && pass "bisect: every prefix of the series builds what it touches ($builds builds: host kernel, perf, selftests)"
+[ $bisect_ok = 1 ] && pass "bisect: every prefix of the series builds what it touches ($builds builds: x86 and arm64 host kernels, perf, selftests)"
 extra > "$host/warnings.tip"
 new=$(comm -13 "$host/warnings.base" "$host/warnings.tip")
 if [ -z "$new" ]; then pass "host config: no new W=1 or sparse warning in ${#objs[@]} touched files"
