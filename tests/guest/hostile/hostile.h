@@ -183,6 +183,12 @@ struct hcase {
 	uint64_t ip_end;
 	/* the guest cannot be told to stop: kick it out with a signal */
 	bool kick;
+	/*
+	 * sampled with cpu-clock even with 'cycles': the case needs samples
+	 * of the vCPU thread in the host, which cycles with exclude_host=1
+	 * does not count
+	 */
+	bool cpu_clock;
 	/* results */
 	struct stats st;
 	int lat_max_us;

@@ -304,6 +304,7 @@ static void test_free_after_exit(const char *name)
 
 	vm = chain_vm(&vcpu, &a);
 	c = new_exact(name, a, 3, R1, R2, R3);
+	c->cpu_clock = true;
 	watchdog_arm(c->name);
 	c->limit = sysctl_max_stack;
 	spin_rbp = a;

@@ -75,11 +75,12 @@ static void *drainer_fn(void *arg)
 /* Sample thread @tid into @c, from now on. */
 void sampler_open(struct sampler *s, struct hcase *c)
 {
+	bool cycles = sample_cycles && !c->cpu_clock;
 	struct perf_event_attr attr = {
-		.type = sample_cycles ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE,
+		.type = cycles ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE,
 		.size = sizeof(attr),
-		.config = sample_cycles ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK,
-		.sample_period = sample_cycles ? SAMPLE_PERIOD_CYCLES : SAMPLE_PERIOD_NS,
+		.config = cycles ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = cycles ? SAMPLE_PERIOD_CYCLES : SAMPLE_PERIOD_NS,
 		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN,
 		.disabled = 1,
 		.exclude_host = 1,
