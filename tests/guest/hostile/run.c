@@ -216,7 +216,7 @@ static void *runner_fn(void *arg)
 			snprintf(r->err, sizeof(r->err), "KVM_RUN failed: %s", strerror(errno));
 			break;
 		}
-		if (r->vcpu->run->exit_reason != KVM_EXIT_IO) {
+		if (r->vcpu->run->exit_reason != UCALL_EXIT_REASON) {
 			snprintf(r->err, sizeof(r->err), "unexpected exit reason %s",
 				 exit_reason_str(r->vcpu->run->exit_reason));
 			break;

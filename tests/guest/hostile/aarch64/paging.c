@@ -22,9 +22,13 @@
 #define TCR_TBI0		BIT_ULL(37)
 #define SCTLR_M			BIT_ULL(0)
 
-/* The first record's page, and the crafted region (aligned to 512 GiB). */
+/*
+ * The first record's page, and the crafted region, at 64 TiB: aligned to
+ * every block, and no descriptor of its walk maps the code or the first
+ * record, not even 64K's level 1 entries of 4 TiB each.
+ */
 #define NORMAL_GVA		C1_BASE
-#define SPECIAL_GVA		0x20000000000ull
+#define SPECIAL_GVA		0x400000000000ull
 #define A_GVA			(NORMAL_GVA + 0x800)
 #define B_GVA			(SPECIAL_GVA + 0x800)
 
@@ -152,6 +156,7 @@ static void make_block(struct kvm_vm *vm, const struct pt_case *pc)
 	uint64_t out = 0;
 
 	if (block_ok(vm, pc->level)) {
+		TEST_ASSERT(!(SPECIAL_GVA & (size - 1)), "B's region is not aligned to the block");
 		out = BLOCK_GPA;
 		add_slot(vm, out, BLOCK_SLOT);
 		wb_put_rec_gpa(vm, out + 0x800, B_GVA + 0x100, R2);
@@ -163,7 +168,6 @@ static void make_block(struct kvm_vm *vm, const struct pt_case *pc)
 		wb_put_rec_gpa(vm, out + 0x800, B_GVA + 0x100, R9);
 		wb_put_rec_gpa(vm, out + 0x900, 0, R9);
 	}
-	TEST_ASSERT(!(SPECIAL_GVA & (size - 1)), "B's region is not aligned to the block");
 	*d = out | attrs | DESC_VALID;
 }
 
