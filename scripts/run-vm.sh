@@ -86,8 +86,8 @@ else
 	# (rfb) with timeout=0 does not wait for a viewer.  Sound goes to
 	# Bochs's dummy drivers: with ALSA's (the default, even with no sound
 	# card), Bochs aborted at start, "*** buffer overflow detected ***" in
-	# its sound mixer thread, in every run under 'make test' (and CI).  Its build starts in the debugger,
-	# which the command file continues.
+	# its sound mixer thread, in every run under 'make test' (and CI).
+	# Its build starts in the debugger, which the command file continues.
 	cat > "$mon/bochsrc" <<-EOF
 	megs: 2048
 	cpu: model=$arch_bochs_cpu, count=1, ips=$arch_bochs_ips, ignore_bad_msrs=1
