@@ -497,12 +497,11 @@ def vdso_landing_points(dump, vdso):
 
 
 def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux,
-             user_points=frozenset(), overlap_asserted=True):
+             user_points=frozenset()):
     """Print and check the fidelity line of one guest.  mode_misc: the
     cpumodes (MISC_*) of the host's guest-kernel and guest-user samples and
     of the guest's own kernel and user samples; user_points: the guest user
-    addresses where a held-off interrupt lands (vdso_landing_points());
-    overlap_asserted: whether the overlap goal fails the check."""
+    addresses where a held-off interrupt lands (vdso_landing_points())."""
     hk, hu, gk, gu = mode_misc
     model = IrqModel(vmlinux)
     points = model.enable_points()
@@ -535,11 +534,5 @@ def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux,
         print(f"#   {host.share(s):.3f} {guest.share(s):.3f}  {s.replace(';', ' <- ')}")
     check(host.chains and guest.chains and rh >= 0.95 * rg,
           f"{tag}: fidelity: host reach {rh:.2f} is at least 0.95 of the guest's {rg:.2f}")
-    what = (f"{tag}: fidelity: overlap {both:.2f} of the host's and the guest's profiles "
-            f"is at least 0.85 (the guest against itself: {halves:.2f})")
-    if overlap_asserted:
-        check(both >= 0.85, what)
-    else:
-        # The i386 guest: 0.86-0.90 with a 40 s window (README "Fidelity"),
-        # too close to the goal to fail a run on it yet.
-        print(f"# {what}: not asserted for this guest")
+    check(both >= 0.85, f"{tag}: fidelity: overlap {both:.2f} of the host's and the guest's "
+          f"profiles is at least 0.85 (the guest against itself: {halves:.2f})")
