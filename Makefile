@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # perf kvm guest callchains: the workbench.  Each target calls one script.
-.PHONY: demo test fresh bench gate tree export kernel perf selftests clean
+.PHONY: demo test fresh bench bench-arm64 gate tree export kernel perf selftests clean
 
 demo:		## profile a real Linux guest from the host: call stacks, flame graph
 	scripts/demo.sh
@@ -10,6 +10,8 @@ fresh:		## make test, then make demo, in a fresh Debian 12 root (what CI runs)
 	scripts/fresh.sh
 bench:		## guest unwind cost, on a kernel without debug options
 	scripts/bench.sh
+bench-arm64:	## the same on the arm64 KVM host, with the PMU's cycles
+	scripts/bench.sh arm64
 gate:		## the build robot's checks on the series (needs 'make tree')
 	scripts/gate.sh
 tree:		## fresh build/linux from Debian's linux-source-6.12 + patches/

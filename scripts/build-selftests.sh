@@ -5,7 +5,8 @@
 # build/linux with the selftests library.
 # usage: build-selftests.sh [arm64]
 # With arm64: the aarch64/ tests of the list and the guest programs that
-# are not x86's only (guest_spin, guest_hostile), cross-built and static
+# are not x86's only (guest_spin, guest_hostile, guest_bench), cross-built
+# and static
 # (the arm64 VMs have no shared libraries), in build/selftests-arm64.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -17,7 +18,7 @@ if [ "${1:-}" = arm64 ]; then
 	hmk=("${arch_make[@]}")
 	mk=("${arch_make[@]}" CC="ccache $arch_user_cc" EXTRA_CFLAGS="-static ${EXTRA_CFLAGS:-}")
 	extra=(-f "$top/tests/guest/selftests.mk")
-	wb=("$out/wb/guest_spin" "$out/wb/guest_hostile")
+	wb=("$out/wb/guest_spin" "$out/wb/guest_hostile" "$out/wb/guest_bench")
 	mapfile -t tests < <(selftests_of arm64)
 else
 	out=$top/build/selftests hdr=$top/build/headers hobj=$top/build/obj-headers

@@ -17,7 +17,8 @@
 #	--guest i386);
 #   mkinitramfs.sh <out.cpio.gz> --arm64: the arm64 test VM (an arm64 KVM
 #	host): Debian's static busybox for arm64, the aarch64/ KVM
-#	selftests, guest_spin and guest_hostile (build-selftests.sh arm64),
+#	selftests, guest_spin, guest_hostile and guest_bench
+#	(build-selftests.sh arm64),
 #	and a static perf (build-perf.sh --guest arm64), with the same /init.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -70,8 +71,10 @@ if [ "${2:-}" = --arm64 ]; then
 	chmod +x "$root/bin/busybox"
 	cp "$top/tests/vm/init" "$root/init"
 	cp "$top/tests/vm/selftests.sh" "$top/tests/vm/baseline.sh" "$top/tests/vm/hostile.sh" \
+		"$top/tests/vm/bench.sh" \
 		"$top/tests/selftests.list" "$root/tests/"
-	cp "$top/build/selftests-arm64/wb/guest_spin" "$top/build/selftests-arm64/wb/guest_hostile" "$root/wb/"
+	cp "$top/build/selftests-arm64/wb/guest_spin" "$top/build/selftests-arm64/wb/guest_hostile" \
+		"$top/build/selftests-arm64/wb/guest_bench" "$root/wb/"
 	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-arm64/perf"
 	(cd "$top/build/selftests-arm64" && selftests_of arm64 |
 		while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)

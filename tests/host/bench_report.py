@@ -57,6 +57,12 @@ def verdict(ok):
     return "met" if ok else "**not met**"
 
 
+def meta(recs):
+    """The run's meta line; before arm64, runs had no arch or event (x86, cpu-clock)."""
+    kv = next((kv for t, kv in recs if t == "meta"), {})
+    return {"arch": kv.get("arch", "x86_64"), "event": kv.get("event", "cpu-clock"), **kv}
+
+
 def table_loads(recs, out):
     loads = {(kv.get("layout"), kv.get("depth")): kv for t, kv in recs if t == "loads"}
     if not loads:
@@ -100,16 +106,17 @@ def table_cost(recs, out):
         return
     reps = next(iter(cost.values())).get("reps", "?")
     out.append("### Unwind cost per sample: guest (KVM) / host (user FP walk)\n")
-    out.append("Throughput lost per cpu-clock sample with `PERF_SAMPLE_CALLCHAIN` minus without, "
+    m = meta(recs)
+    out.append(f"Throughput lost per {m['event']} sample with `PERF_SAMPLE_CALLCHAIN` minus without, "
                "for the guest chain (vCPU thread, `exclude_host=1`) and for the same C chain in a "
                "native host thread (`exclude_kernel=1`), same D, one stack page, "
                f"variants interleaved; median [min–max] over {reps} repetitions. "
                "The fourth column weighs each unwind against the cost of a sample without "
                "callchain on the same side (for the guest, that includes the VM exit). "
                "The fifth column is the guest callback when it reads no guest memory "
-               "(the guest spins with RBP = 1: context and IP only), as a share of the "
+               "(the guest spins with its frame pointer = 1: context and IP only), as a share of the "
                "guest unwind.\n")
-    out.append("| D | guest / host | guest / host (host chain ending in a fault, RBP = 0) | "
+    out.append("| D | guest / host | guest / host (host chain ending in a fault, frame pointer 0) | "
                "unwind / sample without chain: guest, host | "
                "guest callback without a guest load / guest unwind | target ≤ 1.5 |")
     out.append("|---|---|---|---|---|---|")
@@ -182,8 +189,9 @@ def table_maxrate(recs, out):
         return
     reps = next(iter(rows.values())).get("reps", "?")
     out.append("### The sample rate perf settles at\n")
+    m = meta(recs)
     out.append("`kernel.perf_event_max_sample_rate` reset to 100000 before each run, then a run at "
-               f"`sample_freq=100000` (cpu-clock) on the vCPU thread; median [min–max] over {reps} runs.\n")
+               f"`sample_freq=100000` ({m['event']}) on the vCPU thread; median [min–max] over {reps} runs.\n")
     out.append("| | max_sample_rate before | after | samples/s delivered | guest throughput loss |")
     out.append("|---|---|---|---|---|")
     for cc, name in (("0", "without callchains"), ("1", "with guest callchains")):
@@ -192,8 +200,12 @@ def table_maxrate(recs, out):
             continue
         out.append(f"| {name} | {kv.get('before')} | {spread(kv, 'after', '{:.0f}')} | "
                    f"{spread(kv, 'achieved', '{:.0f}')} | {num(kv.get('loss_med'), 0) * 100:.0f} % |")
-    out.append("\nThe kernel lowers the rate only from the PMU NMI handlers "
-               "(`perf_sample_event_took()`); cpu-clock samples, the only ones under TCG, never do.")
+    if m["event"] == "cpu-clock":
+        out.append("\nThe kernel lowers the rate only from the PMU interrupt handlers "
+                   "(`perf_sample_event_took()`); cpu-clock samples, the only ones under x86 TCG, never do.")
+    else:
+        out.append(f"\nThe kernel lowers the rate from the PMU interrupt handler "
+                   f"(`perf_sample_event_took()` in `armpmu_dispatch_irq()`), here for {m['event']}.")
     out.append("")
 
 
@@ -206,10 +218,14 @@ def main():
     out = []
     for t, kv in recs:
         if t == "meta":
-            out.append(f"Measured with guest_bench on {kv.get('kernel')} ({kv.get('cpus')} CPU, "
+            m = meta(recs)
+            period = (f"{kv['period']} ns" if m["event"] == "cpu-clock" and "period" in kv
+                      else f"{kv.get('period')} cycles" if "period" in kv
+                      else f"{kv.get('period_us')} us")
+            out.append(f"Measured with guest_bench on {kv.get('kernel')} ({m['arch']}, {kv.get('cpus')} CPU, "
                        f"guest_callchains={kv.get('knob')}), {kv.get('reps')} repetitions, each variant "
                        f"measured in {kv.get('slices')} slices of {kv.get('slice_ms')} ms taking turns "
-                       f"with the others, cpu-clock period {kv.get('period_us')} us unless stated; "
+                       f"with the others, {m['event']} period {period} unless stated; "
                        "under QEMU TCG only ratios mean anything.\n")
     table_loads(recs, out)
     table_cost(recs, out)

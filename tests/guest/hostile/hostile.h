@@ -22,7 +22,7 @@
 
 #define MAX_STACK_PATH		"/proc/sys/kernel/perf_event_max_stack"
 
-/* cpu-clock period: 20 us, i.e. 50 kHz. */
+/* cpu-clock period: 20 us, i.e. 50 kHz (for cycles: SAMPLE_PERIOD_CYCLES). */
 #define SAMPLE_PERIOD_NS	20000
 /* With 'guest_hostile cycles': one sample per 10^5 cycles of the PMU. */
 #define SAMPLE_PERIOD_CYCLES	100000

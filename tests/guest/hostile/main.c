@@ -167,7 +167,7 @@ static const struct {
 } ref_runs[] = {
 	{ "reference: idle host, no guest", REF_IDLE },
 	{ "reference: guest spinning, not sampled", REF_GUEST },
-	{ "reference: guest spinning, sampled at 50 kHz, knob N", REF_SAMPLED_OFF },
+	{ "reference: guest spinning, sampled, knob N", REF_SAMPLED_OFF },
 };
 
 static struct ref refs[ARRAY_SIZE(ref_runs)];
