@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # perf kvm guest callchains: the workbench.  Each target calls one script.
-.PHONY: demo test fresh bench bench-arm64 gate tree export kernel perf selftests clean
+.PHONY: demo demo-arm64 test fresh bench bench-arm64 gate tree export kernel perf selftests clean
 
 demo:		## profile a real Linux guest from the host: call stacks, flame graph
 	scripts/demo.sh
+demo-arm64:	## the same on an arm64 KVM host with an arm64 guest (PMU cycles)
+	scripts/demo.sh arm64
 test:		## everything: gate, build, boot, KUnit, selftests, scenarios, checks
 	scripts/test.sh
 fresh:		## make test, then make demo, in a fresh Debian 12 root (what CI runs)

@@ -11,6 +11,10 @@
 # recording with the guest's own merged into it, and what perf needs to
 # name guest code in it (guest-buildid/, guestmount/); the same for the
 # 32-bit guest in out/i386/.
+# usage: demo.sh [arm64]
+# With arm64 ('make demo-arm64'): the same in the arm64 KVM host (L1,
+# under QEMU's TCG) with an arm64 guest kernel (L2) under Debian's QEMU for
+# arm64, recorded with the PMU's cycles; output in out/arm64/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$top"
@@ -24,6 +28,7 @@ step() {
 step "installing packages" scripts/deps.sh chromium
 cc0=$(ccache_counts)
 step "kernel tree with the series" scripts/tree.sh --if-needed
+if [ "${1:-}" != arm64 ]; then
 step "building the KVM host kernel (L1)" scripts/build-kernel.sh x86_64 host configs/host.config
 step "building the guest kernel (L2)" scripts/build-kernel.sh x86_64 guest configs/guest.config
 step "building the 32-bit guest kernel (L2, i386)" \
@@ -41,6 +46,21 @@ step "packing the host's initramfs, with QEMU and the guests" scripts/mkinitramf
 rm -rf build/demo
 step "booting the host, running each guest and recording it (a host VM per guest)" \
 	run_vms host 900 build/demo "$(scenarios_of demo | tr , '\n' | sed 's/.*/& &/')"
+else
+step "building the arm64 KVM host kernel (L1)" \
+	scripts/build-kernel.sh arm64 host-arm64 configs/host-arm64.config
+step "building the arm64 guest kernel (L2)" \
+	scripts/build-kernel.sh arm64 guest-arm64 configs/guest-arm64.config
+step "building perf" scripts/build-perf.sh
+step "building perf for arm64" scripts/build-perf.sh --guest arm64
+step "building the arm64 selftests" scripts/build-selftests.sh arm64
+step "packing the arm64 guest's initramfs" scripts/mkinitramfs.sh build/l2-arm64.cpio.gz --guest-arm64
+step "packing the arm64 host's initramfs, with Debian's QEMU for arm64 and the guest" \
+	scripts/mkinitramfs.sh build/initramfs-arm64-demo.cpio.gz --arm64 --l2 guest-arm64 build/l2-arm64.cpio.gz
+rm -rf build/demo/demo-arm64
+step "booting the arm64 host, running the guest and recording it" \
+	run_vms host-arm64 900 build/demo "demo-arm64 demo-arm64"
+fi
 # show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
 show() {
 	local r=build/demo/$1
@@ -92,6 +112,12 @@ show() {
 		grep -v '^$' | sed -n 1,60p
 	step "drawing the flame graph ($1)" scripts/flamegraph.sh "$data" "$3" "${args[@]}"
 }
+if [ "${1:-}" = arm64 ]; then
+	show demo-arm64 guest-arm64 out/arm64 arm64
+	echo "== demo: $(ccache_since $cc0)"
+	echo "== demo: done: out/arm64/flamegraph.html, out/arm64/flamegraph.png, out/arm64/stacks.folded"
+	exit 0
+fi
 show demo guest out
 show demo-i386 guest-i386 out/i386 i386
 echo "== demo: $(ccache_since $cc0)"

@@ -15,11 +15,15 @@
 #	(its workload as one static i386 program, /bin/l2-work built for i386,
 #	also kept as build/l2-work-i386, and its own perf, build-perf.sh
 #	--guest i386);
-#   mkinitramfs.sh <out.cpio.gz> --arm64: the arm64 test VM (an arm64 KVM
-#	host): Debian's static busybox for arm64, the aarch64/ KVM
-#	selftests, guest_spin, guest_hostile and guest_bench
-#	(build-selftests.sh arm64),
-#	and a static perf (build-perf.sh --guest arm64), with the same /init.
+#   mkinitramfs.sh <out.cpio.gz> --arm64 [--l2 <kernel> <l2.cpio.gz>]: the
+#	arm64 test VM (an arm64 KVM host): Debian's static busybox for arm64,
+#	the aarch64/ KVM selftests, guest_spin, guest_hostile and guest_bench
+#	(build-selftests.sh arm64), and a static perf (build-perf.sh --guest
+#	arm64), with the same /init; with --l2, also Debian's QEMU for arm64
+#	with the shared libraries it needs, and an arm64 Linux guest in /demo;
+#   mkinitramfs.sh <out.cpio.gz> --guest-arm64: the arm64 demo's L2 guest
+#	(busybox, the same workload, /bin/l2-work built for arm64, also kept
+#	as build/l2-work-arm64, and its own perf).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 out=$1
@@ -28,6 +32,74 @@ trap 'rm -rf "$root"' EXIT
 pack() { (cd "$root" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1) > "$out"
 	 echo "initramfs: $out ($(du -h "$out" | cut -f1))"; }
 
+# arm64_busybox <file>: Debian's busybox-static for arm64, unpacked: it
+# cannot be installed next to the machine's own (dpkg --add-architecture
+# arm64 in deps.sh).
+arm64_busybox() {
+	local deb log
+	mkdir -p "$top/build/debs"
+	deb=$(find "$top/build/debs" -maxdepth 1 -name 'busybox-static_*_arm64.deb' | sort | tail -1)
+	if [ -z "$deb" ]; then
+		# As root, apt warns that _apt cannot write here: not an error.
+		log=$(cd "$top/build/debs" && apt-get download -qq busybox-static:arm64 2>&1) ||
+			{ printf '%s\n' "$log" >&2; echo "initramfs: apt-get download busybox-static:arm64 FAILED" >&2; exit 1; }
+		printf '%s\n' "$log" | grep -v '^W: Download is performed unsandboxed' >&2 || true
+		deb=$(find "$top/build/debs" -maxdepth 1 -name 'busybox-static_*_arm64.deb' | sort | tail -1)
+	fi
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO ./bin/busybox > "$1"
+	chmod +x "$1"
+}
+
+# arm64_qemu <root>: Debian's QEMU for arm64 (qemu-system-arm:arm64) in
+# <root>, with the shared libraries it loads and its dynamic loader.  Its
+# packages and their dependencies (about 100) are downloaded once into
+# build/debs/qemu-arm64/ and unpacked into build/qemu-arm64/; only the
+# libraries in the closure of its DT_NEEDED entries are packed.
+arm64_qemu() {
+	local d=$top/build/debs/qemu-arm64 x=$top/build/qemu-arm64 qemu=usr/bin/qemu-system-aarch64
+	local f so lib log todo=()
+	declare -A seen=()
+	if [ ! -x "$x/$qemu" ]; then
+		mkdir -p "$d"
+		log=$(cd "$d" && apt-get download -qq $(apt-cache depends --recurse --no-recommends \
+			--no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
+			qemu-system-arm:arm64 | grep -E '^[a-z0-9].*:arm64$' | sort -u) 2>&1) ||
+			{ printf '%s\n' "$log" >&2; echo "initramfs: apt-get download of qemu-system-arm:arm64 FAILED" >&2; exit 1; }
+		rm -rf "$x"
+		mkdir -p "$x"
+		for f in "$d"/*.deb; do dpkg-deb -x "$f" "$x"; done
+	fi
+	mkdir -p "$1/usr/bin" "$1/lib/aarch64-linux-gnu"
+	cp "$x/$qemu" "$1/$qemu"
+	cp -L "$x/lib/ld-linux-aarch64.so.1" "$1/lib/"
+	todo=("$x/$qemu")
+	while [ ${#todo[@]} -gt 0 ]; do
+		f=${todo[0]}
+		todo=("${todo[@]:1}")
+		for so in $("${arch_user_cross}readelf" -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+			[ -z "${seen[$so]:-}" ] || continue
+			seen[$so]=1
+			lib=$(find "$x/lib/aarch64-linux-gnu" "$x/usr/lib/aarch64-linux-gnu" -maxdepth 1 -name "$so" 2>/dev/null | head -1)
+			[ -n "$lib" ] || { echo "initramfs: $so, which QEMU for arm64 needs, is in none of its packages" >&2; exit 1; }
+			cp -L "$lib" "$1/lib/aarch64-linux-gnu/$so"
+			todo+=("$(readlink -f "$lib")")
+		done
+	done
+}
+
+if [ "${2:-}" = --guest-arm64 ]; then
+	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
+	arch_load arm64
+	arm64_busybox "$root/bin/busybox"
+	cp "$top/tests/demo/l2-init" "$root/init"
+	"$arch_user_cc" -O2 -static -fno-omit-frame-pointer -Wall -Wextra -Werror \
+		-o "$top/build/l2-work-arm64" "$top/tests/demo/l2-work.c"
+	cp "$top/build/l2-work-arm64" "$root/bin/l2-work"
+	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-arm64/perf"
+	chmod +x "$root/init"
+	pack
+	exit 0
+fi
 if [ "${2:-}" = --guest ]; then
 	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
 	cp /bin/busybox "$root/bin/busybox"
@@ -55,29 +127,26 @@ if [ "${2:-}" = --guest-i386 ]; then
 fi
 
 if [ "${2:-}" = --arm64 ]; then
-	mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,out,tests,selftests,wb} "$top/build/debs"
+	mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,out,tests,selftests,wb}
 	arch_load arm64
-	# Debian's busybox-static for arm64, unpacked: it cannot be installed
-	# next to the machine's own (dpkg --add-architecture arm64 in deps.sh).
-	deb=$(find "$top/build/debs" -name 'busybox-static_*_arm64.deb' | sort | tail -1)
-	if [ -z "$deb" ]; then
-		# As root, apt warns that _apt cannot write here: not an error.
-		log=$(cd "$top/build/debs" && apt-get download -qq busybox-static:arm64 2>&1) ||
-			{ printf '%s\n' "$log" >&2; echo "initramfs: apt-get download busybox-static:arm64 FAILED" >&2; exit 1; }
-		printf '%s\n' "$log" | grep -v '^W: Download is performed unsandboxed' >&2 || true
-		deb=$(find "$top/build/debs" -name 'busybox-static_*_arm64.deb' | sort | tail -1)
-	fi
-	dpkg-deb --fsys-tarfile "$deb" | tar -xO ./bin/busybox > "$root/bin/busybox"
-	chmod +x "$root/bin/busybox"
+	arm64_busybox "$root/bin/busybox"
 	cp "$top/tests/vm/init" "$root/init"
 	cp "$top/tests/vm/selftests.sh" "$top/tests/vm/baseline.sh" "$top/tests/vm/hostile.sh" \
-		"$top/tests/vm/bench.sh" \
+		"$top/tests/vm/bench.sh" "$top/tests/vm/demo.sh" "$top/tests/vm/demo-arm64.sh" \
+		"$top/tests/vm/l2.sh" \
 		"$top/tests/selftests.list" "$root/tests/"
 	cp "$top/build/selftests-arm64/wb/guest_spin" "$top/build/selftests-arm64/wb/guest_hostile" \
 		"$top/build/selftests-arm64/wb/guest_bench" "$root/wb/"
 	"${arch_user_cross}strip" -o "$root/bin/perf" "$top/build/perf-arm64/perf"
 	(cd "$top/build/selftests-arm64" && selftests_of arm64 |
 		while read -r t; do mkdir -p "$root/selftests/$(dirname "$t")"; cp "$t" "$root/selftests/$t"; done)
+	if [ "${3:-}" = --l2 ]; then
+		mkdir -p "$root/demo"
+		cp "$(image_of "$4")" "$root/demo/Image"
+		cp "$5" "$root/demo/initramfs.cpio.gz"
+		cp "$(sysmap_of "$4")" "$root/demo/System.map"
+		arm64_qemu "$root"
+	fi
 	chmod +x "$root/init" "$root"/tests/*.sh
 	pack
 	exit 0

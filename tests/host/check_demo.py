@@ -4,7 +4,7 @@
 
 usage: check_demo.py <raw dump (perf_dump)> <guest System.map> <guest vmlinux>
                      <perf top output>
-                     <raw dump of the guest's own recording, or - for none> [i386]
+                     <raw dump of the guest's own recording, or - for none> [i386|arm64]
 
 Resolves every guest-kernel frame with the guest kernel's symbols, prints the
 hottest guest call stacks (callers last), and checks that most guest-kernel
@@ -13,7 +13,9 @@ functions, and that the read and write syscall paths appear with their
 callers in order: vfs_read/vfs_write, then do_syscall_64, then the syscall
 entry; for a 32-bit guest kernel (i386), do_fast_syscall_32 or
 do_int80_syscall_32 and their entries, and every guest-kernel address is a
-32-bit one.  Then judges the live profile of the same guest in 'perf kvm
+32-bit one; for an arm64 guest kernel, do_el0_svc, el0_svc and
+el0t_64_sync, and no guest-kernel address carries pointer authentication
+bits (the unwinder strips them).  Then judges the live profile of the same guest in 'perf kvm
 --guest top -g --stdio': its last profile shows guest user ([u]) entries
 (64-bit guest), guest kernel ([g]) entries that resolve to the guest's
 symbols, in whose callchains every guest kernel address resolves, and a
@@ -23,6 +25,7 @@ the host's profile of the guest against the guest's own (fidelity.py).
 Prints TAP lines.
 """
 import collections
+import itertools
 import os
 import re
 import subprocess
@@ -39,7 +42,11 @@ SYSCALL = {
     "x86_64": (("do_syscall_64",), ("entry_SYSCALL_64",)),
     "i386": (("do_fast_syscall_32", "do_int80_syscall_32"),
              ("entry_SYSENTER_32", "entry_INT80_32")),
+    "arm64": (("do_el0_svc",), ("el0_svc",), ("el0t_64_sync",)),
 }
+# The names of the entries of interrupts and exceptions taken in kernel
+# mode, which a chain crosses into the context they interrupted.
+ENTRY = {"x86_64": ("asm_",), "i386": ("asm_",), "arm64": ("el1h_64_",)}
 
 
 # An entry of perf top's stdio profile (-s dso,sym): "  8.81%  [unknown]  [u] 0x4a5f39".
@@ -152,13 +159,13 @@ def check_top(check, path, smap, arch, tag):
     def guest_symbol(b):
         return b[1] in names or (b[3] == width and any(n.startswith(b[1]) for n in names))
     known = [b for b in gk if guest_symbol(b)]
-    # The 64-bit guest's workload (busybox: gzip, md5sum) runs in user
+    # The 64-bit guests' workload (busybox: gzip, md5sum) runs in user
     # space; the 32-bit guest's /init hardly leaves its syscalls.
-    if arch == "x86_64":
+    if arch in ("x86_64", "arm64"):
         check(gu, f"{tag}: perf kvm top shows {len(gu)} guest user ([u]) entries")
     else:
         print(f"# {tag}: perf kvm top shows {len(gu)} guest user ([u]) entries (not checked: "
-              f"its guest spends too little time in user space; the 64-bit demo checks them)")
+              f"its guest spends too little time in user space; the 64-bit demos check them)")
     # Nearly all: an IP outside the guest's text shows as an address.
     check(gk and len(known) >= 0.95 * len(gk),
           f"{tag}: perf kvm top shows {len(known)}/{len(gk)} guest kernel ([g]) entries "
@@ -216,13 +223,14 @@ def main():
     ends = collections.Counter(c[-1] or "?" for c in chains if c)
     print(f"{tag}: where the guest kernel chains end: " +
           ", ".join(f"{name} {n}" for name, n in ends.most_common(6)))
-    crossed = [c for c in chains if c and any(n and n.startswith("asm_") for n in c[:-1])]
+    entry = ENTRY[arch]
+    crossed = [c for c in chains if c and any(n and n.startswith(entry) for n in c[:-1])]
     print(f"{tag}: {len(crossed)}/{len(gk)} guest-kernel chains go on past an interrupt "
           f"or exception entry" + (f", e.g. {' <- '.join(n or '?' for n in crossed[0])}"
                                    if crossed else ""))
     # Where a chain goes on past an entry, the next address is the
     # interrupted IP: kernel code, so a guest kernel symbol.
-    lost = [c for c in crossed if any(n and n.startswith("asm_") and c[i + 1] is None
+    lost = [c for c in crossed if any(n and n.startswith(entry) and c[i + 1] is None
                                       for i, n in enumerate(c[:-1]))]
 
     check = Checks()
@@ -246,6 +254,27 @@ def main():
         check(gk and not wide,
               f"{tag}: 32-bit guest: {len(gk) - wide}/{len(gk)} guest-kernel samples hold only "
               f"32-bit addresses")
+    if arch == "arm64":
+        # The guest kernel signs its return addresses; in the kernel's
+        # (TTBR1) half of a 48-bit address space, bits 63-48 are all ones.
+        # Up to the next context marker: a chain may go on into guest
+        # user frames behind PERF_CONTEXT_GUEST_USER.
+        def kernel_part(c):
+            return itertools.takewhile(lambda a: a not in CONTEXTS, c[1:])
+        signed = [a for _, ip, c in gk for a in kernel_part(c) if a >> 48 != 0xffff]
+        # That proves the stripping only if the guest signs them: its
+        # /init prints its CPU's features (tests/demo/l2-init).
+        try:
+            with open(os.path.splitext(dump)[0] + ".log", errors="replace") as f:
+                feats = next((line.split(":", 2)[2].split() for line in f
+                              if line.startswith("L2: CPU features:")), [])
+        except OSError:
+            feats = []
+        check("paca" in feats, f"{tag}: the guest's CPU has pointer authentication of "
+                               f"addresses (paca in its features: {' '.join(feats) or 'none'})")
+        check(gk and not signed,
+              f"{tag}: {len(gk)} guest-kernel samples hold no address with pointer "
+              f"authentication bits" + (f" (first: {signed[0]:#x})" if signed else ""))
     for vfs in ("vfs_read", "vfs_write"):
         path = ((vfs,),) + SYSCALL[arch]
         n = sum(1 for c in chains if c and in_order(c, path))
