@@ -5,16 +5,16 @@
 # workload, record L2 from L1 with 'perf kvm --guest record -g', and show
 # where the guest spends its time, call stacks included, recorded and live
 # ('perf kvm --guest top -g').  Then the same with
-# a 32-bit (i386) build of the guest kernel: 32-bit paging and frames.
+# a 32-bit (i386) build of the guest kernel: 32-bit paging and frames, and
+# on an arm64 KVM host (L1, under QEMU's TCG) with an arm64 guest kernel
+# (L2) under Debian's QEMU for arm64, recorded with the PMU's cycles.
 # Output in out/: perf.data.guest, the guest's System.map and vmlinux, the
 # flame graph, perf top's output, perf.data.guest-injected, the host's
 # recording with the guest's own merged into it, and what perf needs to
 # name guest code in it (guest-buildid/, guestmount/); the same for the
-# 32-bit guest in out/i386/.
-# usage: demo.sh [arm64]
-# With arm64 ('make demo-arm64'): the same in the arm64 KVM host (L1,
-# under QEMU's TCG) with an arm64 guest kernel (L2) under Debian's QEMU for
-# arm64, recorded with the PMU's cycles; output in out/arm64/.
+# 32-bit guest in out/i386/, for the arm64 guest in out/arm64/.
+# usage: demo.sh [arm64]: with arm64 ('make demo-arm64'), the arm64 part
+# alone.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$top"
@@ -28,12 +28,13 @@ step() {
 step "installing packages" scripts/deps.sh chromium
 cc0=$(ccache_counts)
 step "kernel tree with the series" scripts/tree.sh --if-needed
-if [ "${1:-}" != arm64 ]; then
+only=${1:-}	# arm64: the arm64 part alone
+step "building perf" scripts/build-perf.sh
+if [ "$only" != arm64 ]; then
 step "building the KVM host kernel (L1)" scripts/build-kernel.sh x86_64 host configs/host.config
 step "building the guest kernel (L2)" scripts/build-kernel.sh x86_64 guest configs/guest.config
 step "building the 32-bit guest kernel (L2, i386)" \
 	scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
-step "building perf" scripts/build-perf.sh
 step "building the guests' own perf" scripts/build-perf.sh --guest x86_64
 step "building the 32-bit guest's own perf" scripts/build-perf.sh --guest i386
 step "building the selftests" scripts/build-selftests.sh
@@ -41,26 +42,26 @@ step "packing the guests' initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --g
 step "packing the 32-bit guest's initramfs" scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 step "packing the host's initramfs, with QEMU and the guests" scripts/mkinitramfs.sh \
 	build/initramfs-demo.cpio.gz --l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
-# One host VM per guest, side by side (one QEMU thread, so one core, each),
-# with its results in build/demo/<scenario>/.
-rm -rf build/demo
-step "booting the host, running each guest and recording it (a host VM per guest)" \
-	run_vms host 900 build/demo "$(scenarios_of demo | tr , '\n' | sed 's/.*/& &/')"
-else
-step "building the arm64 KVM host kernel (L1)" \
+fi
+step "building the arm64 KVM host kernel (L1, arm64)" \
 	scripts/build-kernel.sh arm64 host-arm64 configs/host-arm64.config
-step "building the arm64 guest kernel (L2)" \
+step "building the arm64 guest kernel (L2, arm64)" \
 	scripts/build-kernel.sh arm64 guest-arm64 configs/guest-arm64.config
-step "building perf" scripts/build-perf.sh
 step "building perf for arm64" scripts/build-perf.sh --guest arm64
 step "building the arm64 selftests" scripts/build-selftests.sh arm64
 step "packing the arm64 guest's initramfs" scripts/mkinitramfs.sh build/l2-arm64.cpio.gz --guest-arm64
 step "packing the arm64 host's initramfs, with Debian's QEMU for arm64 and the guest" \
-	scripts/mkinitramfs.sh build/initramfs-arm64-demo.cpio.gz --arm64 --l2 guest-arm64 build/l2-arm64.cpio.gz
-rm -rf build/demo/demo-arm64
-step "booting the arm64 host, running the guest and recording it" \
-	run_vms host-arm64 900 build/demo "demo-arm64 demo-arm64"
-fi
+	scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64 --l2 guest-arm64 build/l2-arm64.cpio.gz
+# One host VM per guest, each with its results in build/demo/<scenario>/:
+# the x86 ones side by side (one QEMU thread, so one core, each), then
+# the arm64 one.
+rm -rf build/demo
+vms=$(scenarios_of demo | tr , '\n' | sed 's/.*/& &/')
+[ "$only" = arm64 ] ||
+	step "booting the host, running each guest and recording it (a host VM per guest)" \
+		run_vms host 900 build/demo "$(grep -v arm64 <<< "$vms")"
+step "booting the arm64 host, running its guest and recording it" \
+	run_vms host-arm64 900 build/demo "$(grep arm64 <<< "$vms")"
 # show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
 show() {
 	local r=build/demo/$1
@@ -112,14 +113,14 @@ show() {
 		grep -v '^$' | sed -n 1,60p
 	step "drawing the flame graph ($1)" scripts/flamegraph.sh "$data" "$3" "${args[@]}"
 }
-if [ "${1:-}" = arm64 ]; then
-	show demo-arm64 guest-arm64 out/arm64 arm64
-	echo "== demo: $(ccache_since $cc0)"
-	echo "== demo: done: out/arm64/flamegraph.html, out/arm64/flamegraph.png, out/arm64/stacks.folded"
-	exit 0
+if [ "$only" != arm64 ]; then
+	show demo guest out
+	show demo-i386 guest-i386 out/i386 i386
 fi
-show demo guest out
-show demo-i386 guest-i386 out/i386 i386
+show demo-arm64 guest-arm64 out/arm64 arm64
 echo "== demo: $(ccache_since $cc0)"
-echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"
-echo "== demo: the 32-bit guest: out/i386/flamegraph.html, out/i386/flamegraph.png"
+[ "$only" = arm64 ] || {
+	echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"
+	echo "== demo: the 32-bit guest: out/i386/flamegraph.html, out/i386/flamegraph.png"
+}
+echo "== demo: the arm64 guest: out/arm64/flamegraph.html, out/arm64/flamegraph.png"

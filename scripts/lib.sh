@@ -213,14 +213,14 @@ machine_of() {
 # command line of a test VM, as "<kernel> <initramfs> [<option>...]":
 # <kernel> for the x86 VMs, with the demo's guests except under Bochs (it
 # does not run them); the arm64 host kernel and its initramfs for the arm64
-# VMs, arm64-nmi with pseudo-NMIs for the PMU interrupt; for demo-arm64,
-# 'make demo-arm64''s, the one with QEMU and the arm64 guest.
+# VMs (its QEMU and arm64 guest for the demo), arm64-nmi with pseudo-NMIs
+# for the PMU interrupt.
 vm_boot() {
 	case $1 in
 	vmx) echo "$2 $top/build/initramfs.cpio.gz" ;;
 	arm64) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz" ;;
 	arm64-nmi) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz irqchip.gicv3_pseudo_nmi=1" ;;
-	demo-arm64) echo "host-arm64 $top/build/initramfs-arm64-demo.cpio.gz" ;;
+	demo-arm64) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz" ;;
 	*) echo "$2 $top/build/initramfs-demo.cpio.gz" ;;
 	esac
 }

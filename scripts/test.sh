@@ -75,6 +75,7 @@ stage kernel scripts/build-kernel.sh x86_64 test configs/host.config configs/kas
 stage guest-kernel scripts/build-kernel.sh x86_64 guest configs/guest.config
 stage guest-kernel-i386 scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
 stage kernel-arm64 scripts/build-kernel.sh arm64 host-arm64 configs/host-arm64.config
+stage guest-kernel-arm64 scripts/build-kernel.sh arm64 guest-arm64 configs/guest-arm64.config
 stage perf scripts/build-perf.sh
 stage guest-perf scripts/build-perf.sh --guest x86_64
 stage guest-perf-i386 scripts/build-perf.sh --guest i386
@@ -84,7 +85,9 @@ stage selftests-arm64 scripts/build-selftests.sh arm64
 stage initramfs scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 stage initramfs scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 stage initramfs scripts/mkinitramfs.sh build/initramfs.cpio.gz
-stage initramfs scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64
+stage initramfs scripts/mkinitramfs.sh build/l2-arm64.cpio.gz --guest-arm64
+stage initramfs scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64 \
+	--l2 guest-arm64 build/l2-arm64.cpio.gz
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
 	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
 rm -rf "$res"
