@@ -17,8 +17,8 @@ if [ "${1:-}" = arm64 ]; then
 	scripts/build-kernel.sh arm64 bench-arm64 configs/host-arm64.config configs/bench.config
 	scripts/build-perf.sh --guest arm64
 	scripts/build-selftests.sh arm64
-	scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64
-	kernel=bench-arm64 initrd=build/initramfs-arm64.cpio.gz out=build/bench-arm64
+	scripts/mkinitramfs.sh build/initramfs-bench-arm64.cpio.gz --arm64
+	kernel=bench-arm64 initrd=build/initramfs-bench-arm64.cpio.gz out=build/bench-arm64
 else
 	scripts/build-kernel.sh x86_64 bench configs/host.config configs/bench.config
 	scripts/build-selftests.sh

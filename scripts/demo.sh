@@ -52,16 +52,7 @@ step "building the arm64 selftests" scripts/build-selftests.sh arm64
 step "packing the arm64 guest's initramfs" scripts/mkinitramfs.sh build/l2-arm64.cpio.gz --guest-arm64
 step "packing the arm64 host's initramfs, with Debian's QEMU for arm64 and the guest" \
 	scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64 --l2 guest-arm64 build/l2-arm64.cpio.gz
-# One host VM per guest, each with its results in build/demo/<scenario>/:
-# the x86 ones side by side (one QEMU thread, so one core, each), then
-# the arm64 one.
 rm -rf build/demo
-vms=$(scenarios_of demo | tr , '\n' | sed 's/.*/& &/')
-[ "$only" = arm64 ] ||
-	step "booting the host, running each guest and recording it (a host VM per guest)" \
-		run_vms host 900 build/demo "$(grep -v arm64 <<< "$vms")"
-step "booting the arm64 host, running its guest and recording it" \
-	run_vms host-arm64 900 build/demo "$(grep arm64 <<< "$vms")"
 # show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
 show() {
 	local r=build/demo/$1
@@ -113,10 +104,18 @@ show() {
 		grep -v '^$' | sed -n 1,60p
 	step "drawing the flame graph ($1)" scripts/flamegraph.sh "$data" "$3" "${args[@]}"
 }
+# One host VM per guest, each with its results in build/demo/<scenario>/:
+# the x86 ones side by side (one QEMU thread, so one core, each), shown,
+# then the arm64 one.
+vms=$(scenarios_of demo | tr , '\n' | sed 's/.*/& &/')
 if [ "$only" != arm64 ]; then
+	step "booting the host, running each guest and recording it (a host VM per guest)" \
+		run_vms host 900 build/demo "$(grep -v arm64 <<< "$vms")"
 	show demo guest out
 	show demo-i386 guest-i386 out/i386 i386
 fi
+step "booting the arm64 host, running its guest and recording it (PMU interrupts as pseudo-NMIs)" \
+	run_vms host-arm64 900 build/demo "$(grep arm64 <<< "$vms")"
 show demo-arm64 guest-arm64 out/arm64 arm64
 echo "== demo: $(ccache_since $cc0)"
 [ "$only" = arm64 ] || {

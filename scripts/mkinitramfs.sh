@@ -60,18 +60,22 @@ arm64_qemu() {
 	local f so lib log todo=()
 	declare -A seen=()
 	if [ ! -x "$x/$qemu" ]; then
-		mkdir -p "$d"
-		log=$(cd "$d" && apt-get download -qq $(apt-cache depends --recurse --no-recommends \
+		# Into fresh directories, moved into place when complete: an
+		# interrupted download or unpacking is not taken for a cache.
+		rm -rf "$d" "$d.new" "$x" "$x.new"
+		mkdir -p "$d.new" "$x.new"
+		log=$(cd "$d.new" && apt-get download -qq $(apt-cache depends --recurse --no-recommends \
 			--no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
 			qemu-system-arm:arm64 | grep -E '^[a-z0-9].*:arm64$' | sort -u) 2>&1) ||
 			{ printf '%s\n' "$log" >&2; echo "initramfs: apt-get download of qemu-system-arm:arm64 FAILED" >&2; exit 1; }
-		rm -rf "$x"
-		mkdir -p "$x"
-		for f in "$d"/*.deb; do dpkg-deb -x "$f" "$x"; done
+		for f in "$d.new"/*.deb; do dpkg-deb -x "$f" "$x.new"; done
+		mv "$d.new" "$d"
+		mv "$x.new" "$x"
 	fi
 	mkdir -p "$1/usr/bin" "$1/lib/aarch64-linux-gnu"
 	cp "$x/$qemu" "$1/$qemu"
-	cp -L "$x/lib/ld-linux-aarch64.so.1" "$1/lib/"
+	# The loader itself, not its link in /lib, whose target may be absolute.
+	cp "$x/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1" "$1/lib/"
 	todo=("$x/$qemu")
 	while [ ${#todo[@]} -gt 0 ]; do
 		f=${todo[0]}

@@ -85,6 +85,7 @@
 #define BENCH_EVENT_TYPE	PERF_TYPE_HARDWARE
 #define BENCH_EVENT_CONFIG	PERF_COUNT_HW_CPU_CYCLES
 #define BENCH_EVENT		"cycles"
+#define BENCH_PERIOD_UNIT	"cycles"
 #define BENCH_SECTIONS		"124"
 /*
  * Each PMU interrupt costs tens of microseconds of TCG time, the unwind a
@@ -95,6 +96,7 @@
 #define BENCH_EVENT_TYPE	PERF_TYPE_SOFTWARE
 #define BENCH_EVENT_CONFIG	PERF_COUNT_SW_CPU_CLOCK
 #define BENCH_EVENT		"cpu-clock"
+#define BENCH_PERIOD_UNIT	"ns"
 #define BENCH_SECTIONS		"1234"
 #define BENCH_SLICES		10
 #endif
@@ -412,6 +414,11 @@ static void vcpu_run_to_sync(struct target *t)
 				user_sample(t);
 			continue;
 		}
+#ifdef __x86_64__
+		TEST_ASSERT_KVM_EXIT_REASON(t->vcpu, KVM_EXIT_IO);
+#else
+		TEST_ASSERT_KVM_EXIT_REASON(t->vcpu, KVM_EXIT_MMIO);
+#endif
 		switch (get_ucall(t->vcpu, &uc)) {
 		case UCALL_SYNC:
 			return;
@@ -873,8 +880,8 @@ static void section_loads(void)
 	uint64_t a0, a1, f0, f1, l0, l1;
 	int ci;
 
-	printf("\n== 1. Guest memory loads per unwound frame (vCPU stats, %s period %d, %d ms) ==\n",
-	       BENCH_EVENT, PERIOD_NS, LOADS_WINDOW_US / 1000);
+	printf("\n== 1. Guest memory loads per unwound frame (vCPU stats, %s period %d %s, %d ms) ==\n",
+	       BENCH_EVENT, PERIOD_NS, BENCH_PERIOD_UNIT, LOADS_WINDOW_US / 1000);
 	printf("%-8s %3s %7s %8s %6s %8s %8s %9s %10s %8s\n", "layout", "D", "samples",
 	       "fr/smpl", "pages", "ld/smpl", "expect", "ld/frame", "v2 ld/fr", "chains");
 	for (ci = 0; ci < ARRAY_SIZE(cfgs); ci++) {
@@ -1021,7 +1028,7 @@ static void cost_summary(struct cost_run *cr)
 	sg0 = wb_spread_of(cr->g0us, reps);
 	ssh0 = wb_spread_of(cr->share0, reps);
 	sov0 = wb_spread_of(cr->over0, reps);
-	printf("D=%-3d guest/host unwind cost %.2f [%.2f-%.2f] (%d/%d reps valid)  (vs host ending in a fault: %.2f [%.2f-%.2f])\n",
+	printf("D=%-3d guest/host unwind cost %.2f [%.2f-%.2f] (%d/%d reps valid)  (vs host chain ending at frame pointer 0: %.2f [%.2f-%.2f])\n",
 	       d, s.med, s.min, s.max, s.n, reps, s0.med, s0.min, s0.max);
 	printf("      raw TCG us: guest unwind %.2f [%.2f-%.2f], host unwind %.2f [%.2f-%.2f], host+fault %.2f; sample w/o chain: guest %.2f host %.2f\n",
 	       sg.med, sg.min, sg.max, sn.med, sn.min, sn.max, sn0.med, sgb.med, snb.med);
@@ -1062,8 +1069,8 @@ static void section_cost(void)
 	/* The part of a guest unwind that reads no guest memory (frame pointer 1). */
 	target_prime(g0, &g0chk);
 
-	printf("\n== 2. Unwind cost per sample: guest (KVM) vs host (user FP walk), %s period %d, %d reps of %d x %d ms slices per variant ==\n",
-	       BENCH_EVENT, PERIOD_NS, reps, slices, slice_us / 1000);
+	printf("\n== 2. Unwind cost per sample: guest (KVM) vs host (user FP walk), %s period %d %s, %d reps of %d x %d ms slices per variant ==\n",
+	       BENCH_EVENT, PERIOD_NS, BENCH_PERIOD_UNIT, reps, slices, slice_us / 1000);
 	printf("   cost = (loss/sample with PERF_SAMPLE_CALLCHAIN) - (loss/sample without); raw us are TCG time\n");
 	for (di = 0; di < 3; di++) {
 		memset(&cr, 0, sizeof(cr));
@@ -1275,12 +1282,29 @@ static void section_maxrate(void)
 	guest_destroy(g);
 }
 
+/*
+ * perf_cpu_time_max_percent as it was, restored at exit too (a failed
+ * assertion exits): while it is 0, the kernel refuses writes to
+ * perf_event_max_sample_rate.
+ */
+static long cpu_time0 = -1;
+
+static void cpu_time_restore(void)
+{
+	char buf[32];
+
+	if (cpu_time0 < 0)
+		return;
+	snprintf(buf, sizeof(buf), "%ld", cpu_time0);
+	wb_write_file(CPU_TIME_PATH, buf);
+	cpu_time0 = -1;
+}
+
 int main(int argc, char *argv[])
 {
 	const char *sections = BENCH_SECTIONS;
 	struct utsname uts;
 	double start = wb_now_s();
-	long cpu_time0;
 	int opt;
 
 	while ((opt = getopt(argc, argv, "r:w:n:s:v")) != -1) {
@@ -1335,6 +1359,7 @@ int main(int argc, char *argv[])
 	 * with the limit as it was.
 	 */
 	cpu_time0 = wb_read_long(CPU_TIME_PATH);
+	atexit(cpu_time_restore);
 	if (!wb_write_file(CPU_TIME_PATH, "0"))
 		printf("cannot write 0 to %s\n", CPU_TIME_PATH);
 	if (strchr(sections, '1'))
@@ -1343,12 +1368,7 @@ int main(int argc, char *argv[])
 		section_cost();
 	if (strchr(sections, '3'))
 		section_sampler();
-	if (cpu_time0 >= 0) {
-		char buf[32];
-
-		snprintf(buf, sizeof(buf), "%ld", cpu_time0);
-		wb_write_file(CPU_TIME_PATH, buf);
-	}
+	cpu_time_restore();
 	if (strchr(sections, '4'))
 		section_maxrate();
 	timer_exit();

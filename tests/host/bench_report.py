@@ -116,7 +116,11 @@ def table_cost(recs, out):
                "The fifth column is the guest callback when it reads no guest memory "
                "(the guest spins with its frame pointer = 1: context and IP only), as a share of the "
                "guest unwind.\n")
-    out.append("| D | guest / host | guest / host (host chain ending in a fault, frame pointer 0) | "
+    # arm64's user walker stops at a zero frame pointer without a load;
+    # x86's reads at 0 and faults.
+    rbp0 = ("host chain ending at frame pointer 0, without a load" if m["arch"] == "aarch64"
+            else "host chain ending in a fault, frame pointer 0")
+    out.append(f"| D | guest / host | guest / host ({rbp0}) | "
                "unwind / sample without chain: guest, host | "
                "guest callback without a guest load / guest unwind | target ≤ 1.5 |")
     out.append("|---|---|---|---|---|---|")
