@@ -53,17 +53,26 @@ step "packing the arm64 guest's initramfs" scripts/mkinitramfs.sh build/l2-arm64
 step "packing the arm64 host's initramfs, with Debian's QEMU for arm64 and the guest" \
 	scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64 --l2 guest-arm64 build/l2-arm64.cpio.gz
 rm -rf build/demo
-# show <scenario> <guest build> <outdir> [i386]: resolve, report, draw.
+# show <scenario> <guest build> <outdir> [<arch> [<tag>]]: resolve, report,
+# draw.  A guest kernel not built here (<guest build> -, Debian's) comes
+# with the kallsyms it printed (<scenario>.kallsyms, tests/vm/demo.sh).
 show() {
 	local r=build/demo/$1
 	sed 's/^/    /' "$r/$1.log"
 	mkdir -p "$3"
 	# perf's paths absolute: flamegraph.sh runs it in a directory of its own.
-	local o
+	local o map=$3/guest-System.map syms
 	o=$(realpath "$3")
 	cp "$r/$1.data" "$3/perf.data.guest"
-	cp "$(sysmap_of "$2")" "$3/guest-System.map"
-	cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
+	if [ "$2" = - ]; then
+		map=$3/guest-kallsyms
+		cp "$r/$1.kallsyms" "$map"
+		syms=(--guestkallsyms="$o/guest-kallsyms")
+	else
+		cp "$(sysmap_of "$2")" "$map"
+		cp "$(obj_of "$2")/vmlinux" "$3/guest-vmlinux"
+		syms=(--guestvmlinux="$o/guest-vmlinux")
+	fi
 	perf_dump "$r/$1.data" "$r/$1.D"
 	# The guest's own recording, where the scenario asked for one
 	# (tests/vm/demo.sh, $1.mode).
@@ -75,14 +84,14 @@ show() {
 	fi
 	# The vmlinux in its build: check_demo.py finds the i386 vDSO beside it.
 	step "resolving the guest's call stacks ($1)" \
-		tests/host/check_demo.py "$r/$1.D" "$3/guest-System.map" "$(obj_of "$2")/vmlinux" \
-		"$r/$1.top" "$self" ${4:-}
+		tests/host/check_demo.py "$r/$1.D" "$map" "$(obj_of "$2")/vmlinux" \
+		"$r/$1.top" "$self" ${4:+"$4"} ${5:+"$5"}
 	cp "$r/$1.top" "$3/perf-kvm-top.txt"
 	# How perf reads the guest recording: with the guest kernel's vmlinux;
 	# where the guest recorded itself, the host's recording with the
 	# guest's own merged into it, which names the guest's tasks and user
 	# code (guest_inject in lib.sh; judged by check_guest_user.py).
-	local data=$3/perf.data.guest args=(kvm --guest --guestvmlinux="$o/guest-vmlinux")
+	local data=$3/perf.data.guest args=(kvm --guest "${syms[@]}")
 	local prog=build/l2-work${4:+-$4}
 	if [ "$self" != - ]; then
 		step "merging the guest's own recording into the host's ($1)" \
@@ -117,9 +126,11 @@ fi
 step "booting the arm64 host, running its guest and recording it (PMU interrupts as pseudo-NMIs)" \
 	run_vms host-arm64 900 build/demo "$(grep arm64 <<< "$vms")"
 show demo-arm64 guest-arm64 out/arm64 arm64
+show demo-arm64-debian - out/arm64-debian arm64 "demo arm64 debian"
 echo "== demo: $(ccache_since $cc0)"
 [ "$only" = arm64 ] || {
 	echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"
 	echo "== demo: the 32-bit guest: out/i386/flamegraph.html, out/i386/flamegraph.png"
 }
 echo "== demo: the arm64 guest: out/arm64/flamegraph.html, out/arm64/flamegraph.png"
+echo "== demo: Debian's arm64 kernel: out/arm64-debian/flamegraph.html, out/arm64-debian/flamegraph.png"

@@ -213,15 +213,17 @@ machine_of() {
 # command line of a test VM, as "<kernel> <initramfs> [<option>...]":
 # <kernel> for the x86 VMs, with the demo's guests except under Bochs (it
 # does not run them); the arm64 host kernel and its initramfs for the arm64
-# VMs (its QEMU and arm64 guest for the demo), arm64-nmi, and make demo's
+# VMs (its QEMU and arm64 guests for the demo), arm64-nmi, and make demo's
 # demo-arm64 as make test's arm64-nmi, with pseudo-NMIs for the PMU
-# interrupt.
+# interrupt (make demo's demo-arm64-debian has it an IRQ, as make test's
+# arm64 VM, which runs that scenario).
 vm_boot() {
 	case $1 in
 	vmx) echo "$2 $top/build/initramfs.cpio.gz" ;;
 	arm64) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz" ;;
 	arm64-nmi) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz irqchip.gicv3_pseudo_nmi=1" ;;
 	demo-arm64) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz irqchip.gicv3_pseudo_nmi=1" ;;
+	demo-arm64-debian) echo "host-arm64 $top/build/initramfs-arm64.cpio.gz" ;;
 	*) echo "$2 $top/build/initramfs-demo.cpio.gz" ;;
 	esac
 }

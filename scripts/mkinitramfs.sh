@@ -20,7 +20,9 @@
 #	the aarch64/ KVM selftests, guest_spin, guest_hostile and guest_bench
 #	(build-selftests.sh arm64), and a static perf (build-perf.sh --guest
 #	arm64), with the same /init; with --l2, also Debian's QEMU for arm64
-#	with the shared libraries it needs, and an arm64 Linux guest in /demo;
+#	with the shared libraries it needs, an arm64 Linux guest in /demo
+#	and Debian's own arm64 cloud kernel with the same initramfs in
+#	/demo/debian;
 #   mkinitramfs.sh <out.cpio.gz> --guest-arm64: the arm64 demo's L2 guest
 #	(busybox, the same workload, /bin/l2-work built for arm64, also kept
 #	as build/l2-work-arm64, and its own perf).
@@ -91,6 +93,49 @@ arm64_qemu() {
 	done
 }
 
+# arm64_debian <dir>: Debian 12's own arm64 cloud kernel, unmodified (the
+# kernel package linux-image-cloud-arm64:arm64 depends on, downloaded once
+# into build/debs/debian-arm64/), as <dir>/Image, with a command line with
+# KASLR on, which asks /init for the kernel's symbols (tests/demo/l2-init):
+# the package's System.map is a placeholder, the real one is in its -dbg
+# package.  Its initramfs is the arm64 guest's and a second archive with
+# the package's virtio block driver, a module in this kernel, in load
+# order (virtio_ring, virtio, virtio_mmio, virtio_blk: their depends=),
+# for the disk /init writes the symbols to.
+arm64_debian() {
+	local d=$top/build/debs/debian-arm64 pkg deb
+	pkg=$(apt-cache depends linux-image-cloud-arm64:arm64 |
+		sed -n 's/^  Depends: \(linux-image-[^:]*\):arm64$/\1/p' | head -1)
+	[ -n "$pkg" ] || { echo "initramfs: no kernel package behind linux-image-cloud-arm64:arm64" >&2; exit 1; }
+	deb=
+	[ -d "$d" ] && deb=$(find "$d" -maxdepth 1 -name "${pkg}_*_arm64.deb" | sort | tail -1)
+	if [ -z "$deb" ]; then
+		rm -rf "$d" "$d.new"
+		mkdir -p "$d.new"
+		(cd "$d.new" && apt-get download -qq "$pkg:arm64" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) || true
+		deb=$(find "$d.new" -maxdepth 1 -name "${pkg}_*_arm64.deb" | sort | tail -1)
+		[ -n "$deb" ] || { echo "initramfs: apt-get download $pkg:arm64 FAILED" >&2; exit 1; }
+		mv "$d.new" "$d"
+		deb=$d/$(basename "$deb")
+	fi
+	local x=$1/x kd=./lib/modules/${pkg#linux-image-}/kernel/drivers m i=1
+	mkdir -p "$x/lib/modules/wb"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" "./boot/vmlinuz-${pkg#linux-image-}" \
+		"$kd/virtio/virtio_ring.ko" "$kd/virtio/virtio.ko" "$kd/virtio/virtio_mmio.ko" \
+		"$kd/block/virtio_blk.ko"
+	mv "$x/boot/vmlinuz-${pkg#linux-image-}" "$1/Image"
+	for m in virtio/virtio_ring virtio/virtio virtio/virtio_mmio block/virtio_blk; do
+		mv "$x/$kd/$m.ko" "$x/lib/modules/wb/$i-${m#*/}.ko"
+		i=$((i + 1))
+	done
+	rm -rf "$x/boot" "${x:?}/lib/modules/${pkg#linux-image-}"
+	{ cat "$1/../initramfs.cpio.gz"
+	  (cd "$x" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1); } > "$1/initramfs.cpio.gz"
+	rm -rf "$x"
+	echo "$pkg $(dpkg-deb -f "$deb" Version)" > "$1/version"
+	echo "console=ttyAMA0 panic=-1 quiet wb.kallsyms" > "$1/cmdline"
+}
+
 if [ "${2:-}" = --guest-arm64 ]; then
 	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
 	arch_load arm64
@@ -137,6 +182,7 @@ if [ "${2:-}" = --arm64 ]; then
 	cp "$top/tests/vm/init" "$root/init"
 	cp "$top/tests/vm/selftests.sh" "$top/tests/vm/baseline.sh" "$top/tests/vm/hostile.sh" \
 		"$top/tests/vm/bench.sh" "$top/tests/vm/demo.sh" "$top/tests/vm/demo-arm64.sh" \
+		"$top/tests/vm/demo-arm64-debian.sh" \
 		"$top/tests/vm/l2.sh" \
 		"$top/tests/selftests.list" "$root/tests/"
 	cp "$top/build/selftests-arm64/wb/guest_spin" "$top/build/selftests-arm64/wb/guest_hostile" \
@@ -149,6 +195,7 @@ if [ "${2:-}" = --arm64 ]; then
 		cp "$(image_of "$4")" "$root/demo/Image"
 		cp "$5" "$root/demo/initramfs.cpio.gz"
 		cp "$(sysmap_of "$4")" "$root/demo/System.map"
+		arm64_debian "$root/demo/debian"
 		arm64_qemu "$root"
 	fi
 	chmod +x "$root/init" "$root"/tests/*.sh

@@ -4,7 +4,7 @@
 
 usage: check_demo.py <raw dump (perf_dump)> <guest System.map> <guest vmlinux>
                      <perf top output>
-                     <raw dump of the guest's own recording, or - for none> [i386|arm64]
+                     <raw dump of the guest's own recording, or - for none> [i386|arm64 [tag]]
 
 Resolves every guest-kernel frame with the guest kernel's symbols, prints the
 hottest guest call stacks (callers last), and checks that most guest-kernel
@@ -186,6 +186,8 @@ def main():
     dump, smap, vmlinux, top, self_dump = sys.argv[1:6]
     arch = sys.argv[6] if len(sys.argv) > 6 else "x86_64"
     tag = "demo" if arch == "x86_64" else f"demo {arch}"
+    if len(sys.argv) > 7:
+        tag = sys.argv[7]
     try:
         smap = SystemMap(smap)
     except OSError as e:

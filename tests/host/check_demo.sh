@@ -3,9 +3,15 @@
 # The demo scenario: a real Linux guest's recording and live profile
 # (check_demo.py), and its user program's call stacks by name
 # (check_guest_user.py).
-# usage: check_demo.sh <results dir> <checkout> [<guest build> <arch>]
+# usage: check_demo.sh <results dir> <checkout> [<guest build> <arch> [<name>]]
+# The guest's symbols: its build's System.map, or the kallsyms the guest
+# printed (<name>.kallsyms, tests/vm/demo.sh), for a guest kernel not built
+# here.
 res=$1 top=$2 name=demo guest=${3:-guest}
 [ -n "${4:-}" ] && name=demo-$4
+[ -n "${5:-}" ] && name=$5
+map=$top/build/obj-$guest/System.map
+[ -s "$res/$name.kallsyms" ] && map=$res/$name.kallsyms
 . "$top/scripts/lib.sh"
 . "$top/tests/lib/tap.sh"
 sed 's/^/# /' "$res/$name.log"
@@ -22,8 +28,9 @@ self)	self=$res/$name.self.D
 no-self) echo "# $name: the scenario ran without the guest's own recording (no-self): no fidelity figures" ;;
 *)	tap_not_ok "$name: the scenario did not say whether the guest records itself ($name.mode)" ;;
 esac
-"$(dirname "$0")/check_demo.py" "$res/$name.D" "$top/build/obj-$guest/System.map" \
-	"$top/build/obj-$guest/vmlinux" "$res/$name.top" "$self" ${4:+"$4"} || tap_failed=1
+"$(dirname "$0")/check_demo.py" "$res/$name.D" "$map" \
+	"$top/build/obj-$guest/vmlinux" "$res/$name.top" "$self" ${4:+"$4"} ${5:+"${5//-/ }"} ||
+	tap_failed=1
 # Guest user code by name: the guest's recording of itself merged into
 # the host's (guest_inject), and its program's call stacks judged.
 if [ "$self" != - ]; then

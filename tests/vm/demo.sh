@@ -32,10 +32,32 @@ if [ "$self" = self ]; then
 	l2_boot "$guest" /tmp/l2.log "start its workload" 120 \
 		-drive file=/tmp/l2-self.img,format=raw,if=virtio -serial pipe:/tmp/l2-ctl
 else
-	l2_boot "$guest" /tmp/l2.log "start its workload" 120
+	# A guest that hands its symbols over (wb.kallsyms on its command
+	# line, tests/demo/l2-init) gets a disk for them.
+	syms_disk=
+	if grep -qs 'wb\.kallsyms' "$guest/cmdline"; then
+		rm -f /tmp/l2-syms.img
+		truncate -s 16M /tmp/l2-syms.img
+		syms_disk="-drive file=/tmp/l2-syms.img,format=raw,if=none,id=syms -device virtio-blk-device,drive=syms"
+	fi
+	# shellcheck disable=SC2086
+	l2_boot "$guest" /tmp/l2.log "start its workload" 120 $syms_disk
 fi
 qemu=$l2_pid
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
+[ -r "$guest/version" ] && echo "demo: the guest's kernel: Debian's $(cat "$guest/version")"
+# The guest's symbols: its System.map, or, from a guest that hands them
+# over (wb.kallsyms), its kallsyms as it runs, for perf kvm top here and
+# the host's checks ($out.kallsyms).
+syms=$guest/System.map
+if grep -qs 'wb\.kallsyms' "$guest/cmdline"; then
+	size=$(tr -d '\r' < /tmp/l2.log | sed -n 's/^L2: kallsyms saved (\([0-9]*\) bytes)$/\1/p')
+	[ -n "$size" ] && head -c "$size" /tmp/l2-syms.img | gunzip > "$out.kallsyms" ||
+		{ echo "demo: the guest did not hand over its kallsyms"; cat /tmp/l2.log; exit 1; }
+	syms=$out.kallsyms
+	echo "demo: the guest's kallsyms, from its disk: $(wc -l < "$syms") symbols," \
+		"_stext at $(sed -n 's/ [tT] _stext$//p' "$syms")"
+fi
 # What 'perf inject --guest-data' needs to put the guest's own events on
 # the host's timeline: QEMU's PID and how the vCPU's TSC derives from the
 # host's (guest = host * ratio + offset, from KVM's debugfs).
@@ -86,7 +108,8 @@ if [ "$self" = self ]; then
 	head -c "$size" /tmp/l2-self.img > "$out.self.data"
 	echo "demo: the guest's own recording: $size bytes"
 else
-	perf kvm --guest record -C 0 -g -e "$event" -o /tmp/demo.data -- sleep 8 || exit 1
+	perf kvm --guest record -C 0 -g -e "$event" -o /tmp/demo.data -- sleep 8 ||
+		{ echo "demo: perf kvm record failed ($?)"; exit 1; }
 fi
 # The same guest in 'perf kvm top', live, with the guest's System.map as
 # its kallsyms: the stdio profile every 5 s, for 20 s, stopped by SIGINT,
@@ -98,7 +121,7 @@ fi
 # (The arm64 host kernel has no core dumps.)
 [ -w /proc/sys/kernel/core_pattern ] && echo "$out.core" > /proc/sys/kernel/core_pattern
 sleep 22 | (ulimit -c unlimited && exec timeout -s INT 20 perf kvm --guest \
-	--guestkallsyms="$guest/System.map" top -C 0 -e "$event" \
+	--guestkallsyms="$syms" top -C 0 -e "$event" \
 	--call-graph fp,graph,0.05,callee --stdio --no-children -s dso,sym -d 5 -E 100 \
 	> "$out.top" 2>&1)
 echo "demo: perf kvm top exited with $?"

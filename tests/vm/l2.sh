@@ -2,8 +2,8 @@
 # Sourced by the scenarios that run Linux guests (L2) in the L1 host.
 #
 # l2_start <guest dir> <console log> [QEMU options...]: boot the guest in
-# <guest dir> (bzImage or, on arm64, Image; initramfs.cpio.gz) with
-# QEMU/KVM on the VM's CPU 0, in the background, its console in <console
+# <guest dir> (bzImage or, on arm64, Image and, if there is one, its
+# command line in cmdline; initramfs.cpio.gz) with QEMU/KVM on the VM's CPU 0, in the background, its console in <console
 # log>; its QEMU's PID in $l2_pid.  io_delay=none: when L2 drives the PIT
 # as its clock event device, the port 0x80 write after each PIT access (an
 # exit to L1 each) took a quarter of its kernel samples.
@@ -13,11 +13,13 @@ l2_start() {
 	rm -f "$l2_log"	# a previous guest's console would say it started
 	case $(uname -m) in
 	aarch64)
+		l2_append="console=ttyAMA0 panic=-1 nokaslr quiet"
+		[ -r "$l2_dir/cmdline" ] && l2_append=$(cat "$l2_dir/cmdline")
 		taskset -c 0 qemu-system-aarch64 -name l2,debug-threads=on \
 			-enable-kvm -cpu host -M virt,gic-version=3 -m 256M -smp 1 -nodefaults \
 			-no-user-config -display none -monitor none -serial "file:$l2_log" \
 			-no-reboot -kernel "$l2_dir/Image" -initrd "$l2_dir/initramfs.cpio.gz" "$@" \
-			-append "console=ttyAMA0 panic=-1 nokaslr quiet" &
+			-append "$l2_append" &
 		;;
 	*)
 		taskset -c 0 qemu-system-x86_64 -name l2,debug-threads=on \
