@@ -129,7 +129,7 @@ def check_top(check, path, smap, arch, tag):
         print(f"# {tag}: perf kvm top: {crash.group(0).strip() if crash else 'a core'}")
         backtrace(core)
     profiles = text.split("PerfTop:")[1:]
-    check(len(profiles) >= 2, f"{tag}: perf kvm top printed {len(profiles)} profiles in 20 s")
+    check(len(profiles) >= 2, f"{tag}: perf kvm top printed {len(profiles)} profiles (at least 2)")
     if not profiles:
         print("\n".join("# " + line for line in text.splitlines()[-20:]))
         return
