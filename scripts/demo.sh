@@ -12,7 +12,8 @@
 # flame graph, perf top's output, perf.data.guest-injected, the host's
 # recording with the guest's own merged into it, and what perf needs to
 # name guest code in it (guest-buildid/, guestmount/); the same for the
-# 32-bit guest in out/i386/, for the arm64 guest in out/arm64/.
+# 32-bit guest in out/i386/, for the arm64 guests in out/arm64/ and
+# out/arm64-debian/ (Debian 12's own arm64 cloud kernel).
 # usage: demo.sh [arm64]: with arm64 ('make demo-arm64'), the arm64 part
 # alone.
 set -euo pipefail
@@ -55,7 +56,7 @@ step "packing the arm64 host's initramfs, with Debian's QEMU for arm64 and the g
 rm -rf build/demo
 # show <scenario> <guest build> <outdir> [<arch> [<tag>]]: resolve, report,
 # draw.  A guest kernel not built here (<guest build> -, Debian's) comes
-# with the kallsyms it printed (<scenario>.kallsyms, tests/vm/demo.sh).
+# with the kallsyms it handed over (<scenario>.kallsyms, tests/vm/demo.sh).
 show() {
 	local r=build/demo/$1
 	sed 's/^/    /' "$r/$1.log"
@@ -123,7 +124,7 @@ if [ "$only" != arm64 ]; then
 	show demo guest out
 	show demo-i386 guest-i386 out/i386 i386
 fi
-step "booting the arm64 host, running its guest and recording it (PMU interrupts as pseudo-NMIs)" \
+step "booting the arm64 hosts, running their guests and recording them (a host VM per guest)" \
 	run_vms host-arm64 900 build/demo "$(grep arm64 <<< "$vms")"
 show demo-arm64 guest-arm64 out/arm64 arm64
 show demo-arm64-debian - out/arm64-debian arm64 "demo arm64 debian"

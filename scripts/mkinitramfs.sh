@@ -66,10 +66,10 @@ arm64_qemu() {
 		# interrupted download or unpacking is not taken for a cache.
 		rm -rf "$d" "$d.new" "$x" "$x.new"
 		mkdir -p "$d.new" "$x.new"
-		log=$(cd "$d.new" && apt-get download -qq $(apt-cache depends --recurse --no-recommends \
+		apt_download "$d.new" $(apt-cache depends --recurse --no-recommends \
 			--no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
-			qemu-system-arm:arm64 | grep -E '^[a-z0-9].*:arm64$' | sort -u) 2>&1) ||
-			{ printf '%s\n' "$log" >&2; echo "initramfs: apt-get download of qemu-system-arm:arm64 FAILED" >&2; exit 1; }
+			qemu-system-arm:arm64 | grep -E '^[a-z0-9].*:arm64$' | sort -u) ||
+			{ echo "initramfs: apt-get download of qemu-system-arm:arm64 FAILED" >&2; exit 1; }
 		for f in "$d.new"/*.deb; do dpkg-deb -x "$f" "$x.new"; done
 		mv "$d.new" "$d"
 		mv "$x.new" "$x"
@@ -93,26 +93,39 @@ arm64_qemu() {
 	done
 }
 
-# arm64_debian <dir>: Debian 12's own arm64 cloud kernel, unmodified (the
+# apt_download <dir> <package>...: apt-get download into <dir>; once more
+# after apt-get update if it fails (the archive drops superseded kernel
+# packages, which stale package lists still name).
+apt_download() {
+	local d=$1 log
+	shift
+	log=$(cd "$d" && apt-get download -qq "$@" 2>&1) ||
+		{ apt-get update -qq >/dev/null 2>&1; log=$(cd "$d" && apt-get download -qq "$@" 2>&1); } ||
+		{ printf '%s\n' "$log" >&2; return 1; }
+	printf '%s\n' "$log" | grep -v '^W: Download is performed unsandboxed' >&2 || true
+}
+
+# arm64_debian <dir> <initramfs>: Debian 12's own arm64 cloud kernel, unmodified (the
 # kernel package linux-image-cloud-arm64:arm64 depends on, downloaded once
 # into build/debs/debian-arm64/), as <dir>/Image, with a command line with
 # KASLR on, which asks /init for the kernel's symbols (tests/demo/l2-init):
 # the package's System.map is a placeholder, the real one is in its -dbg
-# package.  Its initramfs is the arm64 guest's and a second archive with
-# the package's virtio block driver, a module in this kernel, in load
-# order (virtio_ring, virtio, virtio_mmio, virtio_blk: their depends=),
-# for the disk /init writes the symbols to.
+# package.  Its initramfs is the arm64 guest's, <initramfs>, and a second
+# archive with the package's virtio block driver, a module in this kernel,
+# in load order (virtio_ring, virtio, virtio_mmio, virtio_blk: their
+# depends=; named 1- to 4-, in the order of /init's glob), for the disk
+# /init writes the symbols to.
 arm64_debian() {
 	local d=$top/build/debs/debian-arm64 pkg deb
 	pkg=$(apt-cache depends linux-image-cloud-arm64:arm64 |
-		sed -n 's/^  Depends: \(linux-image-[^:]*\):arm64$/\1/p' | head -1)
+		sed -n 's/^  Depends: \(linux-image-[^:]*\):arm64$/\1/p' | head -1 || true)
 	[ -n "$pkg" ] || { echo "initramfs: no kernel package behind linux-image-cloud-arm64:arm64" >&2; exit 1; }
 	deb=
 	[ -d "$d" ] && deb=$(find "$d" -maxdepth 1 -name "${pkg}_*_arm64.deb" | sort | tail -1)
 	if [ -z "$deb" ]; then
 		rm -rf "$d" "$d.new"
 		mkdir -p "$d.new"
-		(cd "$d.new" && apt-get download -qq "$pkg:arm64" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) || true
+		apt_download "$d.new" "$pkg:arm64" || true
 		deb=$(find "$d.new" -maxdepth 1 -name "${pkg}_*_arm64.deb" | sort | tail -1)
 		[ -n "$deb" ] || { echo "initramfs: apt-get download $pkg:arm64 FAILED" >&2; exit 1; }
 		mv "$d.new" "$d"
@@ -129,7 +142,7 @@ arm64_debian() {
 		i=$((i + 1))
 	done
 	rm -rf "$x/boot" "${x:?}/lib/modules/${pkg#linux-image-}"
-	{ cat "$1/../initramfs.cpio.gz"
+	{ cat "$2"
 	  (cd "$x" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1); } > "$1/initramfs.cpio.gz"
 	rm -rf "$x"
 	echo "$pkg $(dpkg-deb -f "$deb" Version)" > "$1/version"
@@ -195,7 +208,7 @@ if [ "${2:-}" = --arm64 ]; then
 		cp "$(image_of "$4")" "$root/demo/Image"
 		cp "$5" "$root/demo/initramfs.cpio.gz"
 		cp "$(sysmap_of "$4")" "$root/demo/System.map"
-		arm64_debian "$root/demo/debian"
+		arm64_debian "$root/demo/debian" "$5"
 		arm64_qemu "$root"
 	fi
 	chmod +x "$root/init" "$root"/tests/*.sh

@@ -5,8 +5,8 @@
 # (check_guest_user.py).
 # usage: check_demo.sh <results dir> <checkout> [<guest build> <arch> [<name>]]
 # The guest's symbols: its build's System.map, or the kallsyms the guest
-# printed (<name>.kallsyms, tests/vm/demo.sh), for a guest kernel not built
-# here.
+# handed over (<name>.kallsyms, tests/vm/demo.sh), for a guest kernel not
+# built here.
 res=$1 top=$2 name=demo guest=${3:-guest}
 [ -n "${4:-}" ] && name=demo-$4
 [ -n "${5:-}" ] && name=$5

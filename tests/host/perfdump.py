@@ -70,7 +70,13 @@ class SystemMap:
         syms = []
         with open(path) as f:
             for line in f:
-                a, t, n = line.split()[:3]
+                # A kallsyms' module symbols ("... [module]"): perf
+                # knows no guest modules, and they lie far from the
+                # kernel's text.
+                fields = line.split()
+                if len(fields) != 3:
+                    continue
+                a, t, n = fields
                 if t in "tTwW":
                     syms.append((int(a, 16), n))
         syms.sort()

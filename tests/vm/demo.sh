@@ -52,8 +52,13 @@ echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
 syms=$guest/System.map
 if grep -qs 'wb\.kallsyms' "$guest/cmdline"; then
 	size=$(tr -d '\r' < /tmp/l2.log | sed -n 's/^L2: kallsyms saved (\([0-9]*\) bytes)$/\1/p')
-	[ -n "$size" ] && head -c "$size" /tmp/l2-syms.img | gunzip > "$out.kallsyms" ||
-		{ echo "demo: the guest did not hand over its kallsyms"; cat /tmp/l2.log; exit 1; }
+	[ -n "$size" ] && head -c "$size" /tmp/l2-syms.img | gunzip > "$out.kallsyms" || {
+		echo "demo: the guest did not hand over its kallsyms"
+		cat /tmp/l2.log
+		rm -f "$out.kallsyms"
+		kill $qemu
+		exit 1
+	}
 	syms=$out.kallsyms
 	echo "demo: the guest's kallsyms, from its disk: $(wc -l < "$syms") symbols," \
 		"_stext at $(sed -n 's/ [tT] _stext$//p' "$syms")"

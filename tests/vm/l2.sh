@@ -3,10 +3,11 @@
 #
 # l2_start <guest dir> <console log> [QEMU options...]: boot the guest in
 # <guest dir> (bzImage or, on arm64, Image and, if there is one, its
-# command line in cmdline; initramfs.cpio.gz) with QEMU/KVM on the VM's CPU 0, in the background, its console in <console
-# log>; its QEMU's PID in $l2_pid.  io_delay=none: when L2 drives the PIT
-# as its clock event device, the port 0x80 write after each PIT access (an
-# exit to L1 each) took a quarter of its kernel samples.
+# command line in cmdline; initramfs.cpio.gz) with QEMU/KVM on the VM's
+# CPU 0, in the background, its console in <console log>; its QEMU's PID
+# in $l2_pid.  io_delay=none: when L2 drives the PIT as its clock event
+# device, the port 0x80 write after each PIT access (an exit to L1 each)
+# took a quarter of its kernel samples.
 l2_start() {
 	l2_dir=$1 l2_log=$2
 	shift 2
