@@ -17,6 +17,8 @@ map=$top/build/obj-$guest/System.map
 sed 's/^/# /' "$res/$name.log"
 grep -q '^L2 boot retried' "$res/$name.log" &&
 	echo "# FLAKE: $name: an L2 boot hung before its first console line and was retried (README, \"The test VM\")"
+grep -q '^demo: perf kvm record failed ([0-9]*), recording again' "$res/$name.log" &&
+	echo "# FLAKE: $name: perf kvm record failed and was run again (README, \"The arm64 demo\"): $(grep -m1 '^demo: perf kvm record failed' "$res/$name.log")"
 perf_dump "$res/$name.data" "$res/$name.D" || tap_not_ok "$name: no raw dump of its recording"
 # Whether the guest recorded itself is what the scenario asked for
 # (tests/vm/demo.sh, $name.mode): then its recording must be there.
