@@ -151,8 +151,10 @@ run_vms() {
 # VM, dumped here by 'perf report -D' (it prints the records and no
 # symbols, which this machine would get wrong), for tests/host/perfdump.py.
 perf_dump() {
-	"$top/build/perf/perf" report -D -i "$1" > "$2" 2>&1 ||
-		{ echo "perf_dump: perf report -D -i $1 failed:" >&2; tail -5 "$2" >&2; return 1; }
+	# Its messages apart (<dump>.err): in the dump, they broke lines
+	# ("No kallsyms or vmlinux with build-id ..." in a sample's line).
+	"$top/build/perf/perf" report -D -i "$1" > "$2" 2> "$2.err" ||
+		{ echo "perf_dump: perf report -D -i $1 failed:" >&2; tail -5 "$2.err" >&2; return 1; }
 }
 
 # guest_inject <results dir> <scenario> <guest build> <guest program>:

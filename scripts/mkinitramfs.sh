@@ -52,33 +52,37 @@ arm64_busybox() {
 	chmod +x "$1"
 }
 
-# arm64_qemu <root>: Debian's QEMU for arm64 (qemu-system-arm:arm64) in
-# <root>, with the shared libraries it loads and its dynamic loader.  Its
-# packages and their dependencies (about 100) are downloaded once into
-# build/debs/qemu-arm64/ and unpacked into build/qemu-arm64/; only the
-# libraries in the closure of its DT_NEEDED entries are packed.
-arm64_qemu() {
-	local d=$top/build/debs/qemu-arm64 x=$top/build/qemu-arm64 qemu=usr/bin/qemu-system-aarch64
-	local f so lib log todo=()
+# arm64_debs <name> <package>: Debian's arm64 <package> and its dependencies,
+# downloaded once into build/debs/<name>/ and unpacked into build/<name>/
+# (QEMU's are about 100 packages).
+arm64_debs() {
+	local d=$top/build/debs/$1 x=$top/build/$1 f
+	[ -e "$x/.done" ] && return
+	# Into fresh directories, moved into place when complete: an
+	# interrupted download or unpacking is not taken for a cache.
+	rm -rf "$d" "$d.new" "$x" "$x.new"
+	mkdir -p "$d.new" "$x.new"
+	apt_download "$d.new" $(apt-cache depends --recurse --no-recommends \
+		--no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
+		"$2:arm64" | grep -E '^[a-z0-9].*:arm64$' | sort -u) ||
+		{ echo "initramfs: apt-get download of $2:arm64 FAILED" >&2; exit 1; }
+	for f in "$d.new"/*.deb; do dpkg-deb -x "$f" "$x.new"; done
+	touch "$x.new/.done"
+	mv "$d.new" "$d"
+	mv "$x.new" "$x"
+}
+
+# arm64_program <root> <name> <program>: <program> (a path) from
+# build/<name>/ (arm64_debs) in <root>, with its dynamic loader and only
+# the shared libraries in the closure of its DT_NEEDED entries.
+arm64_program() {
+	local x=$top/build/$2 f so lib todo=()
 	declare -A seen=()
-	if [ ! -x "$x/$qemu" ]; then
-		# Into fresh directories, moved into place when complete: an
-		# interrupted download or unpacking is not taken for a cache.
-		rm -rf "$d" "$d.new" "$x" "$x.new"
-		mkdir -p "$d.new" "$x.new"
-		apt_download "$d.new" $(apt-cache depends --recurse --no-recommends \
-			--no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
-			qemu-system-arm:arm64 | grep -E '^[a-z0-9].*:arm64$' | sort -u) ||
-			{ echo "initramfs: apt-get download of qemu-system-arm:arm64 FAILED" >&2; exit 1; }
-		for f in "$d.new"/*.deb; do dpkg-deb -x "$f" "$x.new"; done
-		mv "$d.new" "$d"
-		mv "$x.new" "$x"
-	fi
-	mkdir -p "$1/usr/bin" "$1/lib/aarch64-linux-gnu"
-	cp "$x/$qemu" "$1/$qemu"
+	mkdir -p "$1/$(dirname "$3")" "$1/lib/aarch64-linux-gnu"
+	cp "$x/$3" "$1/$3"
 	# The loader itself, not its link in /lib, whose target may be absolute.
 	cp "$x/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1" "$1/lib/"
-	todo=("$x/$qemu")
+	todo=("$x/$3")
 	while [ ${#todo[@]} -gt 0 ]; do
 		f=${todo[0]}
 		todo=("${todo[@]:1}")
@@ -86,7 +90,7 @@ arm64_qemu() {
 			[ -z "${seen[$so]:-}" ] || continue
 			seen[$so]=1
 			lib=$(find "$x/lib/aarch64-linux-gnu" "$x/usr/lib/aarch64-linux-gnu" -maxdepth 1 -name "$so" 2>/dev/null | head -1)
-			[ -n "$lib" ] || { echo "initramfs: $so, which QEMU for arm64 needs, is in none of its packages" >&2; exit 1; }
+			[ -n "$lib" ] || { echo "initramfs: $so, which $3 needs, is in none of its packages" >&2; exit 1; }
 			cp -L "$lib" "$1/lib/aarch64-linux-gnu/$so"
 			todo+=("$(readlink -f "$lib")")
 		done
@@ -111,10 +115,14 @@ apt_download() {
 # KASLR on, which asks /init for the kernel's symbols (tests/demo/l2-init):
 # the package's System.map is a placeholder, the real one is in its -dbg
 # package.  Its initramfs is the arm64 guest's, <initramfs>, and a second
-# archive with the package's virtio block driver, a module in this kernel,
-# in load order (virtio_ring, virtio, virtio_mmio, virtio_blk: their
-# depends=; named 1- to 4-, in the order of /init's glob), for the disk
-# /init writes the symbols to.
+# archive with the package's virtio block and console drivers, modules in
+# this kernel, in load order (virtio_ring, virtio, virtio_mmio, virtio_blk,
+# virtio_console: their depends=; named 1- to 5-, in the order of /init's
+# glob), for the disk /init writes the symbols and its own recording to,
+# and the console that ends that recording; and Debian's perf for arm64
+# (linux-perf, its libraries), for that recording.  The kernel is also kept as
+# build/debian-arm64/Image, for the host's checks (the fidelity's model of
+# where its interrupts are off is read from its code).
 arm64_debian() {
 	local d=$top/build/debs/debian-arm64 pkg deb
 	pkg=$(apt-cache depends linux-image-cloud-arm64:arm64 |
@@ -135,13 +143,20 @@ arm64_debian() {
 	mkdir -p "$x/lib/modules/wb"
 	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" "./boot/vmlinuz-${pkg#linux-image-}" \
 		"$kd/virtio/virtio_ring.ko" "$kd/virtio/virtio.ko" "$kd/virtio/virtio_mmio.ko" \
-		"$kd/block/virtio_blk.ko"
+		"$kd/block/virtio_blk.ko" "$kd/char/virtio_console.ko"
 	mv "$x/boot/vmlinuz-${pkg#linux-image-}" "$1/Image"
-	for m in virtio/virtio_ring virtio/virtio virtio/virtio_mmio block/virtio_blk; do
+	mkdir -p "$top/build/debian-arm64"
+	cp "$1/Image" "$top/build/debian-arm64/Image"
+	for m in virtio/virtio_ring virtio/virtio virtio/virtio_mmio block/virtio_blk \
+		char/virtio_console; do
 		mv "$x/$kd/$m.ko" "$x/lib/modules/wb/$i-${m#*/}.ko"
 		i=$((i + 1))
 	done
 	rm -rf "$x/boot" "${x:?}/lib/modules/${pkg#linux-image-}"
+	# Debian's own perf for arm64 (linux-perf), for the guest to record
+	# itself with (/init prefers /usr/bin/perf to the workbench's /bin/perf).
+	arm64_debs debian-perf-arm64 linux-perf
+	arm64_program "$x" debian-perf-arm64 usr/bin/perf
 	{ cat "$2"
 	  (cd "$x" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1); } > "$1/initramfs.cpio.gz"
 	rm -rf "$x"
@@ -209,7 +224,8 @@ if [ "${2:-}" = --arm64 ]; then
 		cp "$5" "$root/demo/initramfs.cpio.gz"
 		cp "$(sysmap_of "$4")" "$root/demo/System.map"
 		arm64_debian "$root/demo/debian" "$5"
-		arm64_qemu "$root"
+		arm64_debs qemu-arm64 qemu-system-arm
+		arm64_program "$root" qemu-arm64 usr/bin/qemu-system-aarch64
 	fi
 	chmod +x "$root/init" "$root"/tests/*.sh
 	pack

@@ -157,18 +157,26 @@ asm(".pushsection .text\n"
     ".size run_on_stack, .-run_on_stack\n"
     ".popsection\n");
 
+/*
+ * The spin loop of leaf() and spin_noframe(), between the labels
+ * <name>_loop_start and <name>_loop_end: count iterations in memory
+ * (operand 0) until stop_flag (operand 1).
+ */
+#define SPIN_LOOP(name)				\
+	".globl " name "_loop_start\n"		\
+	name "_loop_start:\n\t"			\
+	"incq %0\n\t"				\
+	"cmpl $0, %1\n\t"			\
+	"je " name "_loop_start\n"		\
+	".globl " name "_loop_end\n"		\
+	name "_loop_end:\n\t"
+
 /* The leaf: spin until stop_flag, counting iterations in memory. */
 static noinline __attribute__((noclone)) void leaf(void)
 {
 	/* Also forces a frame in this leaf function (GCC 12). */
 	WRITE_ONCE(leaf_fp, (uint64_t)__builtin_frame_address(0));
-	asm volatile(".globl leaf_loop_start\n"
-		     "leaf_loop_start:\n\t"
-		     "incq %0\n\t"
-		     "cmpl $0, %1\n\t"
-		     "je leaf_loop_start\n"
-		     ".globl leaf_loop_end\n"
-		     "leaf_loop_end:\n\t"
+	asm volatile(SPIN_LOOP("leaf")
 		     : "+m" (iters) : "m" (stop_flag) : "cc", "memory");
 }
 
@@ -180,13 +188,7 @@ static noinline __attribute__((noclone)) void spin_noframe(void)
 {
 	asm volatile("push %%rbp\n\t"
 		     "mov $1, %%ebp\n"
-		     ".globl noframe_loop_start\n"
-		     "noframe_loop_start:\n\t"
-		     "incq %0\n\t"
-		     "cmpl $0, %1\n\t"
-		     "je noframe_loop_start\n"
-		     ".globl noframe_loop_end\n"
-		     "noframe_loop_end:\n\t"
+		     SPIN_LOOP("noframe")
 		     "pop %%rbp\n"
 		     : "+m" (iters) : "m" (stop_flag) : "cc", "memory");
 }
@@ -221,6 +223,22 @@ asm(".pushsection .text\n"
     ".size run_on_stack, .-run_on_stack\n"
     ".popsection\n");
 
+/*
+ * The spin loop of leaf() and spin_noframe(), between the labels
+ * <name>_loop_start and <name>_loop_end: count iterations in memory
+ * ([it], through [n]) until stop_flag ([st], through [s]).
+ */
+#define SPIN_LOOP(name)				\
+	".globl " name "_loop_start\n"		\
+	name "_loop_start:\n\t"			\
+	"ldr %[n], %[it]\n\t"			\
+	"add %[n], %[n], #1\n\t"		\
+	"str %[n], %[it]\n\t"			\
+	"ldr %w[s], %[st]\n\t"			\
+	"cbz %w[s], " name "_loop_start\n"	\
+	".globl " name "_loop_end\n"		\
+	name "_loop_end:\n\t"
+
 /* The leaf: spin until stop_flag, counting iterations in memory. */
 static noinline __attribute__((noclone)) void leaf(void)
 {
@@ -228,15 +246,7 @@ static noinline __attribute__((noclone)) void leaf(void)
 	uint32_t stop;
 
 	WRITE_ONCE(leaf_fp, (uint64_t)__builtin_frame_address(0));
-	asm volatile(".globl leaf_loop_start\n"
-		     "leaf_loop_start:\n\t"
-		     "ldr %[n], %[it]\n\t"
-		     "add %[n], %[n], #1\n\t"
-		     "str %[n], %[it]\n\t"
-		     "ldr %w[s], %[st]\n\t"
-		     "cbz %w[s], leaf_loop_start\n"
-		     ".globl leaf_loop_end\n"
-		     "leaf_loop_end:\n\t"
+	asm volatile(SPIN_LOOP("leaf")
 		     : [it] "+Q" (iters), [n] "=&r" (n), [s] "=&r" (stop)
 		     : [st] "Q" (stop_flag) : "memory");
 }
@@ -252,15 +262,7 @@ static noinline __attribute__((noclone)) void spin_noframe(void)
 
 	asm volatile("stp x29, x30, [sp, #-16]!\n\t"
 		     "mov x29, #1\n"
-		     ".globl noframe_loop_start\n"
-		     "noframe_loop_start:\n\t"
-		     "ldr %[n], %[it]\n\t"
-		     "add %[n], %[n], #1\n\t"
-		     "str %[n], %[it]\n\t"
-		     "ldr %w[s], %[st]\n\t"
-		     "cbz %w[s], noframe_loop_start\n"
-		     ".globl noframe_loop_end\n"
-		     "noframe_loop_end:\n\t"
+		     SPIN_LOOP("noframe")
 		     "ldp x29, x30, [sp], #16\n"
 		     : [it] "+Q" (iters), [n] "=&r" (n), [s] "=&r" (stop)
 		     : [st] "Q" (stop_flag) : "memory");

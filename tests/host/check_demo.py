@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Judge the demo's recording of a real Linux guest from its raw dump.
 
-usage: check_demo.py <raw dump (perf_dump)> <guest System.map> <guest vmlinux>
+usage: check_demo.py <raw dump (perf_dump)> <guest System.map> <guest vmlinux, or Image>
                      <perf top output>
                      <raw dump of the guest's own recording, or - for none> [i386|arm64 [tag]]
 
@@ -31,7 +31,7 @@ import re
 import subprocess
 import sys
 
-from fidelity import fidelity, same_interval, vdso_landing_points
+from fidelity import ARCHES, fidelity, same_interval, vdso_landing_points, whole_windows
 from perfdump import (CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER, Checks,
                       SystemMap, samples)
 
@@ -188,6 +188,7 @@ def main():
     tag = "demo" if arch == "x86_64" else f"demo {arch}"
     if len(sys.argv) > 7:
         tag = sys.argv[7]
+    smap_path = smap
     try:
         smap = SystemMap(smap)
     except OSError as e:
@@ -300,24 +301,48 @@ def main():
             print(f"# {tag}: fidelity: the vDSO's SYSENTER landing pad in the guest: "
                   + ", ".join(f"{a:#x}" for a in sorted(landing)))
         # Both over the interval both recorded (tests/vm/demo.sh, $name.guest:
-        # QEMU's PID, the vCPU's TSC offset and scale).
-        try:
-            with open(os.path.splitext(dump)[0] + ".guest") as f:
-                vcpu_tsc = [float(x) for x in f.read().split()[1:3]]
-            both = same_interval((dump, all_s), (self_dump, own), vcpu_tsc)
-        except (OSError, ValueError) as e:
-            both = None
-            print(f"# {tag}: fidelity: no TSC offset and scale of the vCPU: {e}")
-        if not both:
-            check(False, f"{tag}: fidelity: the two recordings on one clock (their "
-                         f"PERF_RECORD_TIME_CONV, the vCPU's TSC offset and scale)")
-            return 1
-        host_s, own, span, extra = both
-        print(f"# {tag}: fidelity: over the {span:.1f} s both recorded (the guest's "
-              f"recording is {extra:.1f} s longer)")
+        # QEMU's PID, the vCPU's TSC offset and scale); on arm64, whose
+        # vCPU counter offset the host cannot read, both whole.
+        if arch == "arm64":
+            both = whole_windows((dump, all_s), (self_dump, own))
+            if not both:
+                check(False, f"{tag}: fidelity: both recordings have timed samples")
+                return 1
+            host_s, own, span, extra = both
+            print(f"# {tag}: fidelity: both recordings whole, not on one clock: the host's "
+                  f"{span:.1f} s within the guest's, {extra:.1f} s longer")
+            # The guest's window opens before the host's and closes after
+            # it, each by how long the console lines take to go through
+            # nested emulation: 2-3 s in all on x86, where both are on one
+            # clock.  Up to a tenth more of the guest's profile than of the
+            # host's may then come from outside the host's window.
+            check(0 <= extra <= span / 10,
+                  f"{tag}: fidelity: the guest's recording is at most a tenth longer than the "
+                  f"host's ({extra:.1f} s longer than {span:.1f} s)")
+        else:
+            try:
+                with open(os.path.splitext(dump)[0] + ".guest") as f:
+                    vcpu_tsc = [float(x) for x in f.read().split()[1:3]]
+                both = same_interval((dump, all_s), (self_dump, own), vcpu_tsc)
+            except (OSError, ValueError) as e:
+                both = None
+                print(f"# {tag}: fidelity: no TSC offset and scale of the vCPU: {e}")
+            if not both:
+                check(False, f"{tag}: fidelity: the two recordings on one clock (their "
+                             f"PERF_RECORD_TIME_CONV, the vCPU's TSC offset and scale)")
+                return 1
+            host_s, own, span, extra = both
+            print(f"# {tag}: fidelity: over the {span:.1f} s both recorded (the guest's "
+                  f"recording is {extra:.1f} s longer)")
+        # A kernel not built here (Debian's, read from its Image): the
+        # model of where its interrupts are off is the part in doubt.
+        with open(vmlinux, "rb") as f:
+            image = f.read(4) != b"\x7fELF"
         fidelity(check, tag, host_s, own, sym,
                  (MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER),
-                 vmlinux, landing)
+                 vmlinux, landing, ARCHES[arch], smap_path,
+                 "an open problem for Debian's arm64 kernel (README, \"The arm64 demo\")"
+                 if image else None)
     return 0 if check.ok else 1
 
 

@@ -6,12 +6,15 @@
 # usage: check_demo.sh <results dir> <checkout> [<guest build> <arch> [<name>]]
 # The guest's symbols: its build's System.map, or the kallsyms the guest
 # handed over (<name>.kallsyms, tests/vm/demo.sh), for a guest kernel not
-# built here.
+# built here; its code: its build's vmlinux, or for such a kernel, its
+# Image (build/<guest build>/Image, scripts/mkinitramfs.sh).
 res=$1 top=$2 name=demo guest=${3:-guest}
 [ -n "${4:-}" ] && name=demo-$4
 [ -n "${5:-}" ] && name=$5
 map=$top/build/obj-$guest/System.map
 [ -s "$res/$name.kallsyms" ] && map=$res/$name.kallsyms
+vmlinux=$top/build/obj-$guest/vmlinux
+[ -e "$top/build/$guest/Image" ] && vmlinux=$top/build/$guest/Image
 . "$top/scripts/lib.sh"
 . "$top/tests/lib/tap.sh"
 sed 's/^/# /' "$res/$name.log"
@@ -31,11 +34,14 @@ no-self) echo "# $name: the scenario ran without the guest's own recording (no-s
 *)	tap_not_ok "$name: the scenario did not say whether the guest records itself ($name.mode)" ;;
 esac
 "$(dirname "$0")/check_demo.py" "$res/$name.D" "$map" \
-	"$top/build/obj-$guest/vmlinux" "$res/$name.top" "$self" ${4:+"$4"} ${5:+"${5//-/ }"} ||
+	"$vmlinux" "$res/$name.top" "$self" ${4:+"$4"} ${5:+"${5//-/ }"} ||
 	tap_failed=1
 # Guest user code by name: the guest's recording of itself merged into
 # the host's (guest_inject), and its program's call stacks judged.
-if [ "$self" != - ]; then
+if [ "$self" != - ] && [ "${4:-}" = arm64 ]; then
+	echo "# $name: guest user code by name: not judged on arm64: 'perf inject --guest-data'" \
+		"needs the guest's clock on the host's, and KVM does not show the vCPU's counter offset"
+elif [ "$self" != - ]; then
 	prog=$top/build/l2-work${4:+-$4}
 	if guest_inject "$res" "$name" "$guest" "$prog"; then
 		"${gi_perf[@]}" script --guestmount "$gi_mount" -i "$res/$name.inj.data" -F comm,tid,ip,sym,symoff,dso \

@@ -22,27 +22,26 @@ echo "$self" > "$out.mode"
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
 start=$(date +%s)
 # L2 runs on the VM's CPU 0 and is recorded there: 'perf kvm record -a'
-# would also record the idle CPU 1.  The guest records itself when it has
-# a disk to hand its recording over on.
-if [ "$self" = self ]; then
-	rm -f /tmp/l2-self.img /tmp/l2-ctl.in /tmp/l2-ctl.out
-	truncate -s 64M /tmp/l2-self.img	# the guest's own recording (sparse)
-	# The guest's second serial port: the host's word that ends its window.
-	mkfifo /tmp/l2-ctl.in /tmp/l2-ctl.out
-	l2_boot "$guest" /tmp/l2.log "start its workload" 120 \
-		-drive file=/tmp/l2-self.img,format=raw,if=virtio -serial pipe:/tmp/l2-ctl
+# would also record the idle CPU 1.
+# The guest's disk: its own recording from sector 0 and, from a guest that
+# hands its symbols over (wb.kallsyms on its command line,
+# tests/demo/l2-init), those from 48 MiB on (sparse).  The guest's second
+# console: the host's word that ends its recording's window (a second
+# serial port, or on arm64, with one only, a virtio console).
+rm -f /tmp/l2-disk.img /tmp/l2-ctl.in /tmp/l2-ctl.out
+truncate -s 64M /tmp/l2-disk.img
+if [ "$(uname -m)" = aarch64 ]; then
+	disk="-drive file=/tmp/l2-disk.img,format=raw,if=none,id=disk -device virtio-blk-device,drive=disk"
+	ctl="-device virtio-serial-device -chardev pipe,id=ctl,path=/tmp/l2-ctl -device virtconsole,chardev=ctl"
 else
-	# A guest that hands its symbols over (wb.kallsyms on its command
-	# line, tests/demo/l2-init) gets a disk for them.
-	syms_disk=
-	if grep -qs 'wb\.kallsyms' "$guest/cmdline"; then
-		rm -f /tmp/l2-syms.img
-		truncate -s 16M /tmp/l2-syms.img
-		syms_disk="-drive file=/tmp/l2-syms.img,format=raw,if=none,id=syms -device virtio-blk-device,drive=syms"
-	fi
-	# shellcheck disable=SC2086
-	l2_boot "$guest" /tmp/l2.log "start its workload" 120 $syms_disk
+	disk="-drive file=/tmp/l2-disk.img,format=raw,if=virtio"
+	ctl="-serial pipe:/tmp/l2-ctl"
 fi
+grep -qs 'wb\.kallsyms' "$guest/cmdline" || [ "$self" = self ] || disk=
+[ "$self" = self ] || ctl=
+[ -z "$ctl" ] || mkfifo /tmp/l2-ctl.in /tmp/l2-ctl.out
+# shellcheck disable=SC2086
+l2_boot "$guest" /tmp/l2.log "start its workload" 120 $disk $ctl
 qemu=$l2_pid
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
 [ -r "$guest/version" ] && echo "demo: the guest's kernel: Debian's $(cat "$guest/version")"
@@ -52,7 +51,8 @@ echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
 syms=$guest/System.map
 if grep -qs 'wb\.kallsyms' "$guest/cmdline"; then
 	size=$(tr -d '\r' < /tmp/l2.log | sed -n 's/^L2: kallsyms saved (\([0-9]*\) bytes)$/\1/p')
-	[ -n "$size" ] && head -c "$size" /tmp/l2-syms.img | gunzip > "$out.kallsyms" || {
+	[ -n "$size" ] && tail -c +$((48 << 20 | 1)) /tmp/l2-disk.img | head -c "$size" |
+		gunzip > "$out.kallsyms" || {
 		echo "demo: the guest did not hand over its kallsyms"
 		cat /tmp/l2.log
 		rm -f "$out.kallsyms"
@@ -75,6 +75,8 @@ if [ -r "$vcpu/tsc-offset" ]; then
 	echo "$qemu $(cat "$vcpu/tsc-offset") $scale" > "$out.guest"
 	echo "demo: QEMU PID, the vCPU's TSC offset and scale: $(cat "$out.guest")"
 else
+	# arm64: the guest's counter is the host's less an offset KVM keeps
+	# to itself (no debugfs file), so the two recordings share no clock.
 	echo "demo: no $vcpu/tsc-offset: the guest's events cannot be injected"
 fi
 if [ "$self" = self ]; then
@@ -110,7 +112,7 @@ if [ "$self" = self ]; then
 	l2_wait $qemu /tmp/l2.log "save its own recording" 60 'L2: self-record saved'
 	size=$(tr -d '\r' < /tmp/l2.log |
 		sed -n 's/^L2: self-record saved (\([0-9]*\) bytes)/\1/p')
-	head -c "$size" /tmp/l2-self.img > "$out.self.data"
+	head -c "$size" /tmp/l2-disk.img > "$out.self.data"
 	echo "demo: the guest's own recording: $size bytes"
 else
 	# On arm64 it failed twice in about 24 recordings, at the end of its
