@@ -75,14 +75,10 @@ show() {
 		syms=(--guestvmlinux="$o/guest-vmlinux")
 	fi
 	perf_dump "$r/$1.data" "$r/$1.D"
-	# The guest's own recording, where the scenario asked for one
-	# (tests/vm/demo.sh, $1.mode).
-	local self=-
-	if [ "$(cat "$r/$1.mode")" = self ]; then
-		self=$r/$1.self.D
-		perf_dump "$r/$1.self.data" "$self"
-		cp "$r/$1.self.data" "$3/perf.data.guest-own"
-	fi
+	# The guest's own recording (tests/vm/demo.sh).
+	local self=$r/$1.self.D
+	perf_dump "$r/$1.self.data" "$self"
+	cp "$r/$1.self.data" "$3/perf.data.guest-own"
 	# The vmlinux in its build: check_demo.py finds the i386 vDSO beside it;
 	# for Debian's kernel, its Image (scripts/mkinitramfs.sh).
 	local code
@@ -98,11 +94,11 @@ show() {
 	# code (guest_inject in lib.sh; judged by check_guest_user.py).
 	local data=$3/perf.data.guest args=(kvm --guest "${syms[@]}")
 	local prog=build/l2-work${4:+-$4}
-	if [ "$self" != - ] && [ "${4:-}" = arm64 ]; then
+	if [ "${4:-}" = arm64 ]; then
 		echo "== demo: the guest's own recording is not merged into the host's on arm64:" \
 			"'perf inject --guest-data' needs the guest's clock on the host's, and KVM" \
 			"does not show the vCPU's counter offset"
-	elif [ "$self" != - ]; then
+	else
 		step "merging the guest's own recording into the host's ($1)" \
 			guest_inject "$r" "$1" "$2" "$prog"
 		rm -rf "$3/guest-buildid" "$3/guestmount"

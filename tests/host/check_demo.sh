@@ -20,28 +20,20 @@ vmlinux=$top/build/obj-$guest/vmlinux
 sed 's/^/# /' "$res/$name.log"
 grep -q '^L2 boot retried' "$res/$name.log" &&
 	echo "# FLAKE: $name: an L2 boot hung before its first console line and was retried (README, \"The test VM\")"
-grep -q '^demo: perf kvm record failed ([0-9]*), recording again' "$res/$name.log" &&
-	echo "# FLAKE: $name: perf kvm record failed and was run again (README, \"The arm64 demo\"): $(grep -m1 '^demo: perf kvm record failed' "$res/$name.log")"
 perf_dump "$res/$name.data" "$res/$name.D" || tap_not_ok "$name: no raw dump of its recording"
-# Whether the guest recorded itself is what the scenario asked for
-# (tests/vm/demo.sh, $name.mode): then its recording must be there.
-self=-
-case $(cat "$res/$name.mode" 2>/dev/null) in
-self)	self=$res/$name.self.D
-	perf_dump "$res/$name.self.data" "$self" ||
-		tap_not_ok "$name: no raw dump of the guest's own recording" ;;
-no-self) echo "# $name: the scenario ran without the guest's own recording (no-self): no fidelity figures" ;;
-*)	tap_not_ok "$name: the scenario did not say whether the guest records itself ($name.mode)" ;;
-esac
+# The guest's own recording (tests/vm/demo.sh).
+self=$res/$name.self.D
+perf_dump "$res/$name.self.data" "$self" ||
+	tap_not_ok "$name: no raw dump of the guest's own recording"
 "$(dirname "$0")/check_demo.py" "$res/$name.D" "$map" \
 	"$vmlinux" "$res/$name.top" "$self" ${4:+"$4"} ${5:+"${5//-/ }"} ||
 	tap_failed=1
 # Guest user code by name: the guest's recording of itself merged into
 # the host's (guest_inject), and its program's call stacks judged.
-if [ "$self" != - ] && [ "${4:-}" = arm64 ]; then
+if [ "${4:-}" = arm64 ]; then
 	echo "# $name: guest user code by name: not judged on arm64: 'perf inject --guest-data'" \
 		"needs the guest's clock on the host's, and KVM does not show the vCPU's counter offset"
-elif [ "$self" != - ]; then
+else
 	prog=$top/build/l2-work${4:+-$4}
 	if guest_inject "$res" "$name" "$guest" "$prog"; then
 		"${gi_perf[@]}" script --guestmount "$gi_mount" -i "$res/$name.inj.data" -F comm,tid,ip,sym,symoff,dso \

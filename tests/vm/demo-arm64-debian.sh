@@ -5,4 +5,4 @@
 # package has no System.map: the guest hands its kallsyms over on its virtio
 # disk (wb.kallsyms in /demo/debian/cmdline), which the scenario keeps; it
 # records itself for the fidelity figures.
-exec sh /tests/demo.sh "$1" /demo/debian self
+exec sh /tests/demo.sh "$1" /demo/debian

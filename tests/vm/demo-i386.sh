@@ -4,4 +4,4 @@
 # and the i386 kernel's switches to its interrupt and softirq stacks.  The
 # guest records itself with its own perf (tests/demo/l2-init-i386.c), as the
 # 64-bit one does, for the fidelity figures.
-exec sh /tests/demo.sh "$1" /demo/i386 self
+exec sh /tests/demo.sh "$1" /demo/i386

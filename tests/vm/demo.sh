@@ -6,9 +6,7 @@
 # with 'perf kvm --guest top -g' ($1.top).  Meanwhile the guest records
 # itself with its own perf and writes that recording to its virtio disk;
 # saved as $1.self.data.  The host (outside the VM) dumps and judges them.
-# $2: the directory of the guest's bzImage and initramfs (default /demo);
-# $3: "self" (the default) for the guest to record itself, "no-self" for
-# a recording of the host's alone, 8 s long.
+# $2: the directory of the guest's bzImage and initramfs (default /demo).
 . /tests/l2.sh
 out=$1
 guest=${2:-/demo}
@@ -16,9 +14,6 @@ guest=${2:-/demo}
 # names (the arm64 VMs' cycles, the PMU's overflow interrupt).
 event=$(sed -n 's/.*wb\.event=\([^ ]*\).*/\1/p' /proc/cmdline)
 [ -n "$event" ] || event=cpu-clock
-self=${3:-self}
-# The host's checks learn from this file whether a self-recording is due.
-echo "$self" > "$out.mode"
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
 start=$(date +%s)
 # L2 runs on the VM's CPU 0 and is recorded there: 'perf kvm record -a'
@@ -37,9 +32,7 @@ else
 	disk="-drive file=/tmp/l2-disk.img,format=raw,if=virtio"
 	ctl="-serial pipe:/tmp/l2-ctl"
 fi
-grep -qs 'wb\.kallsyms' "$guest/cmdline" || [ "$self" = self ] || disk=
-[ "$self" = self ] || ctl=
-[ -z "$ctl" ] || mkfifo /tmp/l2-ctl.in /tmp/l2-ctl.out
+mkfifo /tmp/l2-ctl.in /tmp/l2-ctl.out
 # shellcheck disable=SC2086
 l2_boot "$guest" /tmp/l2.log "start its workload" 120 $disk $ctl
 qemu=$l2_pid
@@ -79,58 +72,40 @@ else
 	# to itself (no debugfs file), so the two recordings share no clock.
 	echo "demo: no $vcpu/tsc-offset: the guest's events cannot be injected"
 fi
-if [ "$self" = self ]; then
-	# The guest records itself, the host the same interval: from the
-	# guest's line that opens it, 40 s of the host's time; then the host
-	# tells the guest to close it.  perf takes seconds to start here, so
-	# the host's recording starts before, with its events off (-D -1), and
-	# its control FIFO turns them on and off; perf acks each command on
-	# the other FIFO.  The shell holds all three FIFOs open read-write
-	# (fds 3, 4, 5), so no write here blocks on a perf or a QEMU that
-	# has died; a missing ack is waited for 30 s.
-	rm -f /tmp/perf-ctl /tmp/perf-ack
-	mkfifo /tmp/perf-ctl /tmp/perf-ack
-	exec 3<>/tmp/perf-ctl 4<>/tmp/perf-ack 5<>/tmp/l2-ctl.in
-	perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
-		-C 0 -g -e "$event" -o /tmp/demo.data &
-	rec=$!
-	# Not left running into the next scenario if this one fails.
-	trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
-	l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
-	for cmd in enable disable; do
-		echo $cmd >&3
-		read -t 30 -r _ <&4 || { echo "demo: perf kvm record did not ack '$cmd'"; exit 1; }
-		[ $cmd = disable ] || sleep 40
-	done
-	echo close >&5
-	l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed' 0.1
-	kill -INT $rec
-	wait $rec
-	rc=$?	# perf record ends by raising the SIGINT it caught: 130
-	trap - EXIT
-	[ $rc = 0 ] || [ $rc = 130 ] || { echo "demo: perf kvm record failed ($rc)"; exit 1; }
-	l2_wait $qemu /tmp/l2.log "save its own recording" 60 'L2: self-record saved'
-	size=$(tr -d '\r' < /tmp/l2.log |
-		sed -n 's/^L2: self-record saved (\([0-9]*\) bytes)/\1/p')
-	head -c "$size" /tmp/l2-disk.img > "$out.self.data"
-	echo "demo: the guest's own recording: $size bytes"
-else
-	# On arm64 it failed twice in about 24 recordings, at the end of its
-	# 8 s and with no message (exit code 234, -EINVAL, the time it was
-	# printed), and not in 12 more made to reproduce it: then once more,
-	# verbose, keeping the failed recording ($out.failed.data), and said
-	# (check_demo.sh flags it).
-	perf kvm --guest record -C 0 -g -e "$event" -o /tmp/demo.data -- sleep 8
-	rc=$?
-	if [ $rc != 0 ]; then
-		echo "demo: perf kvm record failed ($rc), recording again (verbose)"
-		cp /tmp/demo.data "$out.failed.data" 2>/dev/null
-		perf kvm --guest record -v -C 0 -g -e "$event" -o /tmp/demo.data -- sleep 8 \
-			> /tmp/rec.log 2>&1 ||
-			{ echo "demo: perf kvm record failed again ($?):"; tail -30 /tmp/rec.log; exit 1; }
-		tail -3 /tmp/rec.log
-	fi
-fi
+# The guest records itself, the host the same interval: from the
+# guest's line that opens it, 40 s of the host's time; then the host
+# tells the guest to close it.  perf takes seconds to start here, so
+# the host's recording starts before, with its events off (-D -1), and
+# its control FIFO turns them on and off; perf acks each command on
+# the other FIFO.  The shell holds all three FIFOs open read-write
+# (fds 3, 4, 5), so no write here blocks on a perf or a QEMU that
+# has died; a missing ack is waited for 30 s.
+rm -f /tmp/perf-ctl /tmp/perf-ack
+mkfifo /tmp/perf-ctl /tmp/perf-ack
+exec 3<>/tmp/perf-ctl 4<>/tmp/perf-ack 5<>/tmp/l2-ctl.in
+perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
+	-C 0 -g -e "$event" -o /tmp/demo.data &
+rec=$!
+# Not left running into the next scenario if this one fails.
+trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
+l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
+for cmd in enable disable; do
+	echo $cmd >&3
+	read -t 30 -r _ <&4 || { echo "demo: perf kvm record did not ack '$cmd'"; exit 1; }
+	[ $cmd = disable ] || sleep 40
+done
+echo close >&5
+l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed' 0.1
+kill -INT $rec
+wait $rec
+rc=$?	# perf record ends by raising the SIGINT it caught: 130
+trap - EXIT
+[ $rc = 0 ] || [ $rc = 130 ] || { echo "demo: perf kvm record failed ($rc)"; exit 1; }
+l2_wait $qemu /tmp/l2.log "save its own recording" 60 'L2: self-record saved'
+size=$(tr -d '\r' < /tmp/l2.log |
+	sed -n 's/^L2: self-record saved (\([0-9]*\) bytes)/\1/p')
+head -c "$size" /tmp/l2-disk.img > "$out.self.data"
+echo "demo: the guest's own recording: $size bytes"
 # The same guest in 'perf kvm top', live, with the guest's System.map (or
 # kallsyms) as its kallsyms: the stdio profile every 5 s, for 20 s (30 s on
 # arm64, where it once printed only 2 profiles in 20 s, with Debian's
