@@ -77,7 +77,7 @@ def x86_kind(op, args, before):
     return ""
 
 
-A64_MOV = re.compile(r"mov [xw](\d+), #(0x[0-9a-f]+|\d+)$")
+A64_MOV = re.compile(r"mov [xw](\d+), #(0x[0-9a-f]+|\d+)\b")
 
 
 def arm64_kind(op, args, before):
@@ -93,7 +93,7 @@ def arm64_kind(op, args, before):
         if reg == "daif":
             if val == "xzr":
                 return "on"
-            for m in map(A64_MOV.match, before):
+            for m in map(A64_MOV.match, reversed(before)):
                 if m and m[1] == val[1:]:
                     return "off" if int(m[2], 0) & 0x80 else "on"
             return "restore"
@@ -190,14 +190,16 @@ class IrqModel:
     with interrupts off: each function's instructions along its paths,
     the instructions that turn interrupts off and on, and calls to
     functions that leave them off or on (spin_lock_irq(),
-    spin_unlock_irqrestore(), ...).  Approximate (no path conditions, one
-    level of callees), and applied to both profiles alike.
+    spin_unlock_irqrestore(), ...).  Approximate (no path conditions, two
+    levels of callees), and applied to both profiles alike.
 
     vmlinux: an ELF image, or an arm64 kernel's Image as booted (a raw
     binary: Debian's package has no vmlinux), read with symbols, the
     running kernel's kallsyms: its functions are the text symbols, and the
     address it runs at is primary_entry's, less the offset of the branch
-    to it in the Image's header (the second instruction)."""
+    to it in the Image's header (the second instruction).  symbols (a
+    System.map or kallsyms) also bound the entry code (__entry_text_start
+    to __entry_text_end: .entry.text is no output section of its own)."""
 
     def __init__(self, vmlinux, arch=X86, symbols=None):
         self.arch = arch
@@ -205,11 +207,12 @@ class IrqModel:
             head = f.read(8)
         cmd = [arch.objdump, "-d", "--no-show-raw-insn", vmlinux]
         bounds = None
+        table = kallsyms(symbols)
+        syms = {}
+        for a, _, n in table:
+            syms.setdefault(n, a)
+        entry = (syms["__entry_text_start"], syms["__entry_text_end"])
         if head[:4] != b"\x7fELF":
-            table = kallsyms(symbols)
-            syms = {}
-            for a, _, n in table:
-                syms.setdefault(n, a)
             branch = int.from_bytes(head[4:8], "little")
             if branch >> 26 != 0b000101 or "primary_entry" not in syms:
                 raise ValueError(f"{vmlinux}: neither ELF nor an arm64 Image whose header "
@@ -220,18 +223,16 @@ class IrqModel:
                    f"--stop-address={syms['_etext']:#x}", vmlinux]
             bounds = sorted((a, n) for a, t, n in table
                             if t in "tTwW" and syms["_stext"] <= a < syms["_etext"])
-            entry = (syms["__entry_text_start"], syms["__entry_text_end"])
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         self.funcs = {}         # key: [(address, kind, callee's key, target)]
-        self.code = []          # the same, of all, in order
-        # The entry code's section: all of it runs with interrupts off.
+        # The entry code: all of it runs with interrupts off.
         self.entry_text = set()
         # Functions of the same name (static ones, and on arm64 the
         # irqflags helpers a compiler did not inline, over a hundred
         # arch_local_irq_save() in Debian's kernel) each get a key of their
         # own: the name for the first, <name>@<address> for the others.
         self.copies = collections.defaultdict(list)    # name: [(start, key)]
-        cur, section, before, nxt = None, None, ("", ""), 0
+        cur, before, nxt = None, ("", ""), 0
 
         def function(name, start):
             key = name if name not in self.copies else f"{name}@{start:x}"
@@ -239,9 +240,6 @@ class IrqModel:
             return self.funcs.setdefault(key, [])
 
         for line in out.splitlines():
-            if line.startswith("Disassembly of section "):
-                section = line[len("Disassembly of section "):].rstrip(":")
-                continue
             m = FUNC.match(line)
             if m and bounds is None:
                 cur = function(m[2], int(m[1], 16))
@@ -260,8 +258,7 @@ class IrqModel:
             insn = (addr, arch.kind(op, args, before), None, int(t[1], 16) if t else None)
             before = (before[1], f"{op} {args}")
             cur.append(insn)
-            self.code.append(insn)
-            if (section == ".entry.text" if bounds is None else entry[0] <= addr < entry[1]):
+            if entry[0] <= addr < entry[1]:
                 self.entry_text.add(addr)
         # The first instruction of each function; a direct call's callee,
         # by its target.
@@ -271,6 +268,7 @@ class IrqModel:
         self.starts = set(first)
         for insns in self.funcs.values():
             insns[:] = [(a, k, first.get(t) if k == "call" else None, t) for a, k, _, t in insns]
+        # All instructions, in address order.
         self.code = sorted(i for insns in self.funcs.values() for i in insns)
         self.effect = {}
         self.roles = {}
@@ -318,15 +316,17 @@ class IrqModel:
         it returns), from state (None: unknown, for how the function leaves
         it), following its jumps (flow()).  Where its paths disagree, "on"
         at until (the guest could have sampled there), None (as it found
-        it) where it returns; an address no path reaches
+        it) where it returns, but for local_irq_save() as a function of its
+        own (role() "save"), off on some paths and as found on the others
+        (it turns interrupts off only where they are on): "off"; an
+        address no path reaches
         (an indirect jump's target) is read in a straight line, in address
         order (straight())."""
         states, exits = self.flow(name, state, depth, restore)
         if until is None:
-            # Off on some paths and as found on the others: off (local_irq_save()
-            # as a function of its own, which turns them off only if they are
-            # on).
-            return next(iter(exits)) if len(exits) == 1 else "off" if exits == {None, "off"} else None
+            if len(exits) == 1:
+                return next(iter(exits))
+            return "off" if exits == {None, "off"} and self.role(name) == "save" else None
         found = states.get(bisect.bisect_left(self.addresses(name), until))
         if not found:
             return self.straight(name, state, until, depth, restore)
@@ -344,7 +344,8 @@ class IrqModel:
         did not save it, restore the state the function was entered in (or
         restore: an exception handler turns interrupts on again only if the
         context it interrupted had them on).  A call changes the state as
-        its callee leaves it (leaves()), unless depth."""
+        its callee leaves it (leaves()), at depth 0 and 1 (two levels of
+        callees)."""
         key = (name, state, depth, restore)
         if key in self.flows:
             return self.flows[key]
@@ -422,19 +423,24 @@ class IrqModel:
         return cur, saved
 
     def role(self, name):
-        """"save" or "restore" for a function whose own instructions save
-        the interrupt state and do not restore it (local_irq_save() as a
-        function of its own, as Debian's arm64 kernels build
-        arch_local_irq_save()), or restore it and do not save it
+        """"save" for a function whose own instructions save the interrupt
+        state and do not restore it, and that turns interrupts off on a
+        path (local_irq_save() as a function of its own, as Debian's arm64
+        kernels build arch_local_irq_save(); not one that only reads the
+        state); "restore" for one that restores it and does not save it
         (arch_local_irq_restore(), x86's spin_unlock_irqrestore()); None
         for others."""
         if name not in self.roles:
+            self.roles[name] = None     # a recursive call: none
             insns = self.funcs.get(name, ())
             kinds = {k for _, k, _, _ in insns}
             kinds |= {"restore" for i in range(len(insns)) if self.skipped(insns, i)}
-            self.roles[name] = (None if {"save", "restore"} <= kinds else
-                                "save" if "save" in kinds else
-                                "restore" if "restore" in kinds else None)
+            role = None
+            if "save" in kinds and "restore" not in kinds:
+                role = "save" if "off" in self.flow(name, None, 1, None)[1] else None
+            elif "restore" in kinds and "save" not in kinds:
+                role = "restore"
+            self.roles[name] = role
         return self.roles[name]
 
     def skipped(self, insns, i):
@@ -467,7 +473,7 @@ class IrqModel:
         """The guest's interrupt state where a chain (addresses and names,
         leaf first) was sampled: from its outermost frame in, each frame's
         function run up to its call of the next (the leaf: up to the
-        sampled address).  A sample in the entry code's section is off,
+        sampled address).  A sample in the entry code is off,
         whatever its chain says: the CPU entered it with interrupts off
         (a syscall, or an interrupt gate), and it returns to the
         interrupted context with them still off (error_return,
@@ -493,7 +499,9 @@ class IrqModel:
             # A return address follows its call: stop before that call,
             # whose callee has not returned (nor left interrupts as it
             # leaves them) yet.
-            func = self.key(names[i], frames[i])
+            # (A return address, past its call: the call may be the last
+            # instruction of its function.)
+            func = self.key(names[i], frames[i] if i == 0 else frames[i] - 1)
             until = frames[i] if i == 0 else self.call_before(func, frames[i])
             key = (func, state, until, restore)
             if key not in self.memo:
