@@ -55,8 +55,9 @@ step "packing the arm64 host's initramfs, with Debian's QEMU for arm64 and the g
 	scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64 --l2 guest-arm64 build/l2-arm64.cpio.gz
 rm -rf build/demo
 # show <scenario> <guest build> <outdir> [<arch> [<tag>]]: resolve, report,
-# draw.  A guest kernel not built here (<guest build> -, Debian's) comes
-# with the kallsyms it handed over (<scenario>.kallsyms, tests/vm/demo.sh).
+# draw.  A guest kernel not built here (Debian's, build/<guest build>/Image)
+# comes with the kallsyms it handed over (<scenario>.kallsyms,
+# tests/vm/demo.sh), as tests/host/check_demo.sh has it.
 show() {
 	local r=build/demo/$1
 	sed 's/^/    /' "$r/$1.log"
@@ -65,7 +66,7 @@ show() {
 	local o map=$3/guest-System.map syms
 	o=$(realpath "$3")
 	cp "$r/$1.data" "$3/perf.data.guest"
-	if [ "$2" = - ]; then
+	if [ -s "$r/$1.kallsyms" ]; then
 		map=$3/guest-kallsyms
 		cp "$r/$1.kallsyms" "$map"
 		syms=(--guestkallsyms="$o/guest-kallsyms")
@@ -83,7 +84,7 @@ show() {
 	# for Debian's kernel, its Image (scripts/mkinitramfs.sh).
 	local code
 	code=$(obj_of "$2")/vmlinux
-	[ "$2" = - ] && code=build/debian-arm64/Image
+	[ -e "build/$2/Image" ] && code=build/$2/Image
 	step "resolving the guest's call stacks ($1)" \
 		tests/host/check_demo.py "$r/$1.D" "$map" "$code" \
 		"$r/$1.top" "$self" ${4:+"$4"} ${5:+"$5"}
@@ -131,7 +132,7 @@ fi
 step "booting the arm64 hosts, running their guests and recording them (a host VM per guest)" \
 	run_vms host-arm64 900 build/demo "$(grep arm64 <<< "$vms")"
 show demo-arm64 guest-arm64 out/arm64 arm64
-show demo-arm64-debian - out/arm64-debian arm64 "demo arm64 debian"
+show demo-arm64-debian debian-arm64 out/arm64-debian arm64 "demo arm64 debian"
 echo "== demo: $(ccache_since $cc0)"
 [ "$only" = arm64 ] || {
 	echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"

@@ -103,6 +103,8 @@ fi
 # covers everything that ran in that VM.
 s=$(date +%s)
 echo "== results (base: linux-source-6.12 $(cat build/linux-source.version))"
+# The interrupts-off model that the fidelity checks use, on its own.
+check "fidelity model" tests/host/test_fidelity.py
 # (The list comes on fd 3: checkers may read their standard input.)
 while read -r vm list <&3; do
 	echo "== results: $vm"

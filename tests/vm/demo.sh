@@ -38,6 +38,9 @@ l2_boot "$guest" /tmp/l2.log "start its workload" 120 $disk $ctl
 qemu=$l2_pid
 echo "demo: L2 booted and started its workload in $(( $(date +%s) - start )) s"
 [ -r "$guest/version" ] && echo "demo: the guest's kernel: Debian's $(cat "$guest/version")"
+# The guest's memory in L1: in transparent huge pages, each stage-2 fault
+# of its first touch maps 2 MiB (README, "Fidelity").
+echo "demo: L1's anonymous memory in huge pages: $(sed -n 's/^AnonHugePages: *//p' /proc/meminfo)"
 # The guest's symbols: its System.map, or, from a guest that hands them
 # over (wb.kallsyms), its kallsyms as it runs, for perf kvm top here and
 # the host's checks ($out.kallsyms).
@@ -89,11 +92,14 @@ rec=$!
 # Not left running into the next scenario if this one fails.
 trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
 l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
+# The guest's exits to L1 in the window (KVM's statistics).
+exits=$(echo /sys/kernel/debug/kvm/$qemu-*/exits)
 for cmd in enable disable; do
 	echo $cmd >&3
 	read -t 30 -r _ <&4 || { echo "demo: perf kvm record did not ack '$cmd'"; exit 1; }
-	[ $cmd = disable ] || sleep 40
+	[ $cmd = disable ] || { exits0=$(cat "$exits"); sleep 40; }
 done
+echo "demo: the guest's exits to L1 in the window: $(( $(cat "$exits") - exits0 ))"
 echo close >&5
 l2_wait $qemu /tmp/l2.log "end its recording" 60 'L2: self-record window closed' 0.1
 kill -INT $rec

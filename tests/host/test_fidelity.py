@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Unit tests of the interrupts-off model of fidelity.py (IrqModel), on
+functions written out as the model reads them: (address, kind, callee,
+jump target), kind one of Arch's ("off", "on", "save", "restore", "call",
+"ret", "jmp", "jcc", "stop") or None.  Each case is a table row: the
+functions, the frames of a chain (addresses and names, leaf first) and the
+state the model must give there.  Unnumbered TAP lines, as
+tests/lib/tap.sh writes them."""
+
+import collections
+import sys
+
+from fidelity import ARM64, IrqModel
+
+
+def model_of(funcs):
+    """An IrqModel of funcs ({name: [(address, kind, callee, target)]}),
+    without objdump."""
+    m = IrqModel.__new__(IrqModel)
+    m.arch = ARM64
+    m.funcs = {name: list(insns) for name, insns in funcs.items()}
+    m.copies = collections.defaultdict(list)
+    for name, insns in m.funcs.items():
+        m.copies[name].append((insns[0][0], name))
+    m.starts = {insns[0][0] for insns in m.funcs.values()}
+    m.code = sorted(i for insns in m.funcs.values() for i in insns)
+    m.entry_text = set()
+    m.effect, m.roles, m.memo, m.addrs, m.flows = {}, {}, {}, {}, {}
+    return m
+
+
+# An out-of-line arch_local_irq_save(), as Debian's arm64 kernel builds it.
+SAVE_HELPER = [(0x10, "save", None, None), (0x14, "off", None, None),
+               (0x18, "ret", None, None)]
+# arch_local_irq_restore() out of line.
+RESTORE_HELPER = [(0x20, "restore", None, None), (0x24, "ret", None, None)]
+
+CASES = [
+    # check_and_switch_context(): saves through the helper, restores
+    # itself, so it leaves the state as it found it, off in its caller.
+    ("a function that saves with a helper and restores itself leaves the state as found",
+     {"save_helper": SAVE_HELPER,
+      "switch_ctx": [(0x100, "call", "save_helper", 0x10), (0x104, None, None, None),
+                     (0x108, "restore", None, None), (0x10c, "ret", None, None)],
+      "sched": [(0x200, "off", None, None), (0x204, "call", "switch_ctx", 0x100),
+                (0x208, None, None, None), (0x20c, "call", "leaf", 0x300),
+                (0x210, "on", None, None), (0x214, "ret", None, None)],
+      "leaf": [(0x300, None, None, None), (0x304, "ret", None, None)]},
+     [0x300, 0x210], ["leaf", "sched"], "off"),
+    # mod_timer() calls a restore helper whose save is a level deeper: not
+    # a restore of its caller's state.
+    ("a call of a restore helper does not make its caller a restore",
+     {"restore_helper": RESTORE_HELPER,
+      "timer": [(0x100, "call", "restore_helper", 0x20), (0x104, "ret", None, None)],
+      "sched": [(0x200, "off", None, None), (0x204, "call", "timer", 0x100),
+                (0x208, "call", "leaf", 0x300), (0x20c, "on", None, None),
+                (0x210, "ret", None, None)],
+      "leaf": [(0x300, None, None, None), (0x304, "ret", None, None)]},
+     [0x300, 0x20c], ["leaf", "sched"], "off"),
+    # A static branch's out-of-line block (__perf_event_task_sched_out()
+    # in __schedule()): no path reaches it, it jumps back after its site
+    # (the nop at 0x204), and runs as interrupts are there: off.
+    ("a static branch's out-of-line block runs in the state at its site",
+     {"sched": [(0x200, "off", None, None), (0x204, None, None, None),
+                (0x208, None, None, None), (0x20c, "on", None, None),
+                (0x210, "ret", None, None), (0x214, "call", "leaf", 0x300),
+                (0x218, "jmp", None, 0x208)],
+      "leaf": [(0x300, None, None, None), (0x304, "ret", None, None)]},
+     [0x300, 0x218], ["leaf", "sched"], "off"),
+    # The same block, its site where interrupts are on.
+    ("a static branch's out-of-line block at a site with interrupts on",
+     {"sched": [(0x200, None, None, None), (0x204, None, None, None),
+                (0x208, "off", None, None), (0x20c, "on", None, None),
+                (0x210, "ret", None, None), (0x214, "call", "leaf", 0x300),
+                (0x218, "jmp", None, 0x204)],
+      "leaf": [(0x300, None, None, None), (0x304, "ret", None, None)]},
+     [0x300, 0x218], ["leaf", "sched"], "on"),
+]
+
+
+def main():
+    failed = 0
+    for name, funcs, frames, names, want in CASES:
+        got = model_of(funcs).state(frames, names)
+        ok = got == want
+        failed += not ok
+        print(f"{'ok' if ok else 'not ok'} - fidelity model: {name}"
+              + ("" if ok else f" (got {got}, want {want})"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
