@@ -15,6 +15,7 @@ guest=${2:-/demo}
 event=$(sed -n 's/.*wb\.event=\([^ ]*\).*/\1/p' /proc/cmdline)
 [ -n "$event" ] || event=cpu-clock
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
+start=$(date +%s)
 # L2 runs on the VM's CPU 0 and is recorded there: 'perf kvm record -a'
 # would also record the idle CPU 1.
 # The guest's disk: its own recording from sector 0 and, from a guest that
@@ -32,29 +33,6 @@ else
 	ctl="-serial pipe:/tmp/l2-ctl"
 fi
 mkfifo /tmp/l2-ctl.in /tmp/l2-ctl.out
-# The guest records itself, the host the same interval: from the guest's
-# line that opens it, 40 s of the host's time; then the host tells the
-# guest to close it.  perf takes seconds to start here, so the host's
-# recording starts before the guest boots, with its events off (-D -1),
-# and its control FIFO turns them on and off; perf acks each command on
-# the other FIFO, the first (ping) once it has started. (Started after the
-# guest's boot, it can answer 'enable' only when done starting, maybe
-# after the guest opened its window: the likely cause, not confirmed, of a
-# guest recording 7.5 s longer than the host's 40 s once Debian's arm64
-# guest booted in 26 s.)  The shell holds all three FIFOs open read-write
-# (fds 3, 4, 5), so no write here blocks on a perf or a QEMU that has
-# died; a missing ack is waited for 30 s, the first 60 s.
-rm -f /tmp/perf-ctl /tmp/perf-ack
-mkfifo /tmp/perf-ctl /tmp/perf-ack
-exec 3<>/tmp/perf-ctl 4<>/tmp/perf-ack 5<>/tmp/l2-ctl.in
-perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
-	-C 0 -g -e "$event" -o /tmp/demo.data &
-rec=$!
-# Not left running into the next scenario if this one fails.
-trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
-echo ping >&3
-read -t 60 -r _ <&4 || { echo "demo: perf kvm record did not start"; exit 1; }
-start=$(date +%s)
 # shellcheck disable=SC2086
 l2_boot "$guest" /tmp/l2.log "start its workload" 120 $disk $ctl
 qemu=$l2_pid
@@ -97,6 +75,22 @@ else
 	# to itself (no debugfs file), so the two recordings share no clock.
 	echo "demo: no $vcpu/tsc-offset: the guest's events cannot be injected"
 fi
+# The guest records itself, the host the same interval: from the
+# guest's line that opens it, 40 s of the host's time; then the host
+# tells the guest to close it.  perf takes seconds to start here, so
+# the host's recording starts before, with its events off (-D -1), and
+# its control FIFO turns them on and off; perf acks each command on
+# the other FIFO.  The shell holds all three FIFOs open read-write
+# (fds 3, 4, 5), so no write here blocks on a perf or a QEMU that
+# has died; a missing ack is waited for 30 s.
+rm -f /tmp/perf-ctl /tmp/perf-ack
+mkfifo /tmp/perf-ctl /tmp/perf-ack
+exec 3<>/tmp/perf-ctl 4<>/tmp/perf-ack 5<>/tmp/l2-ctl.in
+perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
+	-C 0 -g -e "$event" -o /tmp/demo.data &
+rec=$!
+# Not left running into the next scenario if this one fails.
+trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
 l2_wait $qemu /tmp/l2.log "start recording itself" 60 'L2: self-record window open' 0.1
 # The guest's exits to L1 in the window (KVM's statistics).
 exits=$(echo /sys/kernel/debug/kvm/$qemu-*/exits)
