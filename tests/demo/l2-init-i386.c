@@ -10,7 +10,8 @@
  * /bin/perf), as l2-init does: the window opens with a line on the console
  * and closes when the host writes a line to the second serial port; the
  * recording goes to the virtio disk (raw, from sector 0), its size to the
- * console.  "/init window" is the program perf records around.
+ * console.  perf starts on the host's word on that port; "/init window" is
+ * the program it records around.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -77,29 +78,48 @@ static void pipe_round(void)
 		waitpid(pid, NULL, 0);
 }
 
-/* The recorded window: from its line on the console to the host's line. */
-static int window(void)
+/*
+ * The second serial port, raw, on fd 3: the host's words.  Held open from
+ * before the host may write: an 8250 drops what came while it was closed.
+ */
+static int open_ctl(void)
 {
 	int fd = open("/dev/ttyS1", O_RDONLY | O_NOCTTY);
 	struct termios t;
-	char c;
 
 	if (fd < 0 || tcgetattr(fd, &t)) {
 		perror("L2: /dev/ttyS1");
-		return 1;
+		return -1;
 	}
 	cfmakeraw(&t);
 	t.c_cflag |= CLOCAL | CREAD;
-	if (tcsetattr(fd, TCSANOW, &t)) {
+	if (tcsetattr(fd, TCSANOW, &t) || dup2(fd, 3) != 3) {
 		perror("L2: /dev/ttyS1");
-		return 1;
+		return -1;
 	}
+	if (fd != 3)
+		close(fd);
+	return 3;
+}
+
+/* Wait for a line from the host on fd 3 (open_ctl()). */
+static void read_line(void)
+{
+	char c;
+
+	while (read(3, &c, 1) == 1 && c != '\n')
+		;
+}
+
+/*
+ * The recorded window, in perf's child: from its line on the console to
+ * the host's line on fd 3, inherited from self_record().
+ */
+static int window(void)
+{
 	printf("L2: self-record window open\n");
 	fflush(stdout);
-	while (read(fd, &c, 1) == 1 && c != '\n')
-		;
-	printf("L2: self-record window closed\n");
-	fflush(stdout);
+	read_line();
 	return 0;
 }
 
@@ -139,15 +159,32 @@ static void self_record(void)
 
 	printf("L2: self-record start\n");
 	fflush(stdout);
+	if (open_ctl() < 0)
+		return;
+	/*
+	 * The host's perf takes seconds to start, and must be recording when
+	 * the window opens: this perf starts on the host's word.
+	 */
+	printf("L2: self-record ready\n");
+	fflush(stdout);
+	read_line();
 	pid = fork();
 	if (pid == 0) {
 		execv("/bin/perf", argv);
 		perror("L2: /bin/perf");
 		_exit(127);
 	}
+	/*
+	 * The line that closes the window is written once perf is done: a
+	 * console line takes a second or two under nested emulation, which
+	 * the recording would hold after the host's window.
+	 */
 	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	    !WEXITSTATUS(status))
+	    !WEXITSTATUS(status)) {
+		printf("L2: self-record window closed\n");
+		fflush(stdout);
 		size = save("/tmp/self.data", "/dev/vda");
+	}
 	if (size < 0)
 		printf("L2: self-record FAILED (perf status 0x%x)\n", status);
 	else
