@@ -258,7 +258,7 @@ void lat_stop(struct lat *l, struct hcase *c);
 /* vCPU threads */
 enum run_mode {
 	RUN_SYNC,	/* run until the guest's GUEST_SYNC, then exit */
-	RUN_HOLD,	/* same, then wait for 'release', spin 50 ms, exit */
+	RUN_HOLD,	/* same, then wait for 'release', spin 50 ms of CPU, exit */
 	RUN_RAW,	/* one raw KVM_RUN on a dup of the vCPU fd */
 	RUN_KICK,	/* KVM_RUN until kicked out by a signal */
 };
