@@ -260,15 +260,34 @@ class IrqModel:
             cur.append(insn)
             if entry[0] <= addr < entry[1]:
                 self.entry_text.add(addr)
-        # The first instruction of each function; a direct call's callee,
-        # by its target.
+        self._index()
+
+    @classmethod
+    def from_functions(cls, funcs, arch=X86):
+        """A model of code written out as functions ({name: [(address,
+        kind, callee, target)]}), one copy of each, no entry code, without
+        objdump (tests/host/test_fidelity.py).  A call's callee is found by
+        its target, as in code read from a vmlinux."""
+        m = cls.__new__(cls)
+        m.arch = arch
+        m.funcs = {name: list(insns) for name, insns in funcs.items()}
+        m.entry_text = set()
+        m.copies = collections.defaultdict(list)
+        for name, insns in m.funcs.items():
+            m.copies[name].append((insns[0][0], name))
+        m._index()
+        return m
+
+    def _index(self):
+        """What the model looks up, from funcs and copies: the first
+        instruction of each function, a direct call's callee by its target,
+        all instructions in address order; and its memos, empty."""
         for copies in self.copies.values():
             copies.sort()
         first = {insns[0][0]: key for key, insns in self.funcs.items() if insns}
         self.starts = set(first)
         for insns in self.funcs.values():
             insns[:] = [(a, k, first.get(t) if k == "call" else None, t) for a, k, _, t in insns]
-        # All instructions, in address order.
         self.code = sorted(i for insns in self.funcs.values() for i in insns)
         self.effect = {}
         self.roles = {}

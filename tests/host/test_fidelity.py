@@ -8,26 +8,9 @@ functions, the frames of a chain (addresses and names, leaf first) and the
 state the model must give there.  Unnumbered TAP lines, as
 tests/lib/tap.sh writes them."""
 
-import collections
 import sys
 
 from fidelity import ARM64, IrqModel
-
-
-def model_of(funcs):
-    """An IrqModel of funcs ({name: [(address, kind, callee, target)]}),
-    without objdump."""
-    m = IrqModel.__new__(IrqModel)
-    m.arch = ARM64
-    m.funcs = {name: list(insns) for name, insns in funcs.items()}
-    m.copies = collections.defaultdict(list)
-    for name, insns in m.funcs.items():
-        m.copies[name].append((insns[0][0], name))
-    m.starts = {insns[0][0] for insns in m.funcs.values()}
-    m.code = sorted(i for insns in m.funcs.values() for i in insns)
-    m.entry_text = set()
-    m.effect, m.roles, m.memo, m.addrs, m.flows = {}, {}, {}, {}, {}
-    return m
 
 
 # An out-of-line arch_local_irq_save(), as Debian's arm64 kernel builds it.
@@ -82,7 +65,7 @@ CASES = [
 def main():
     failed = 0
     for name, funcs, frames, names, want in CASES:
-        got = model_of(funcs).state(frames, names)
+        got = IrqModel.from_functions(funcs, ARM64).state(frames, names)
         ok = got == want
         failed += not ok
         print(f"{'ok' if ok else 'not ok'} - fidelity model: {name}"
