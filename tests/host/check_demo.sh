@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The demo scenario: a real Linux guest's recording and live profile
-# (check_demo.py), and its user program's call stacks by name
+# (check_demo.py), its registers and stack copies on x86
+# (check_stack_copy.py), and its user program's call stacks by name
 # (check_guest_user.py).
 # usage: check_demo.sh <results dir> <checkout> [<guest build> <arch> [<name>]]
 # The guest's symbols: its build's System.map, or the kallsyms the guest
@@ -28,6 +29,15 @@ perf_dump "$res/$name.self.data" "$self" ||
 "$(dirname "$0")/check_demo.py" "$res/$name.D" "$map" \
 	"$vmlinux" "$res/$name.top" "$self" ${4:+"$4"} ${5:+"${5//-/ }"} ||
 	tap_failed=1
+# The guest's registers and stack copies, recorded on x86 hosts.
+if [ "${4:-}" != arm64 ]; then
+	if perf_dump "$res/$name.stack.data" "$res/$name.stack.D"; then
+		"$(dirname "$0")/check_stack_copy.py" "$res/$name.stack.D" 32768 "$name" ${4:+"$4"} ||
+			tap_failed=1
+	else
+		tap_not_ok "$name: no raw dump of its recording with stack copies"
+	fi
+fi
 # Guest user code by name: the guest's recording of itself merged into
 # the host's (guest_inject), and its program's call stacks judged.
 if [ "${4:-}" = arm64 ]; then

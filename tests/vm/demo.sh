@@ -3,7 +3,8 @@
 # The demo, inside the L1 host: boot a real Linux guest (L2) with QEMU/KVM,
 # record it from the host with 'perf kvm --guest record -g' while its
 # workload runs, and save the recording ($1.data); then profile it live
-# with 'perf kvm --guest top -g' ($1.top).  Meanwhile the guest records
+# with 'perf kvm --guest top -g' ($1.top), and on x86 record its
+# registers and stack copies ($1.stack.data).  Meanwhile the guest records
 # itself with its own perf and writes that recording to its virtio disk;
 # saved as $1.self.data.  The host (outside the VM) dumps and judges them.
 # $2: the directory of the guest's bzImage and initramfs (default /demo).
@@ -120,6 +121,20 @@ size=$(tr -d '\r' < /tmp/l2.log |
 	sed -n 's/^L2: self-record saved (\([0-9]*\) bytes)/\1/p')
 head -c "$size" /tmp/l2-disk.img > "$out.self.data"
 echo "demo: the guest's own recording: $size bytes"
+# The guest's registers and copies of its stack with each sample ('perf
+# record --guest-stack', for guests built without frame pointers), on x86
+# hosts, whose KVM provides them: 10 s, with a limit above the two 16 KiB
+# stacks (an IRQ stack and the one it interrupted) a Linux guest's copy can
+# span, so that each copy ends where the guest's stacks do
+# (tests/host/check_stack_copy.py).
+if [ "$(uname -m)" = x86_64 ]; then
+	echo Y > /sys/module/kvm/parameters/guest_stack_copy || exit 1
+	perf kvm --guest record -C 0 -g --guest-stack=32768 -e "$event" -o /tmp/stack.data \
+		-- sleep 10 > /tmp/stack.log 2>&1 ||
+		{ echo "demo: perf kvm record --guest-stack failed:"; cat /tmp/stack.log; }
+	echo N > /sys/module/kvm/parameters/guest_stack_copy
+	cp /tmp/stack.data "$out.stack.data"
+fi
 # The same guest in 'perf kvm top', live, with the guest's System.map (or
 # kallsyms) as its kallsyms: the stdio profile every 5 s, for 20 s (30 s on
 # arm64, where it once printed only 2 profiles in 20 s, with Debian's
