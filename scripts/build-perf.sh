@@ -27,7 +27,14 @@ else
 	cc=gcc
 	args=(PYTHON=/usr/bin/python3 PYTHON_CONFIG=/usr/bin/python3-config "${no[@]}")
 fi
+# perf's incremental build misses some changes of the headers in tools/include
+# (one to perf_event.h's struct perf_event_attr left a perf that crashed in
+# its first evsel function): build afresh when they changed (ccache keeps it
+# short).
+hdrs=$(git -C "$tree" rev-parse HEAD:tools/include)
+[ "$(cat "$out/.wb-headers" 2>/dev/null)" = "$hdrs" ] || rm -rf "$out"
 mkdir -p "$out"
+echo "$hdrs" > "$out/.wb-headers"
 make -s -C "$top/build/linux/tools/perf" O="$out" CC="ccache $cc" -j"$(nproc)" \
 	"${args[@]}" perf > "$out/build.log" 2>&1 \
 	|| { tail -30 "$out/build.log"; echo "perf: build FAILED ($out/build.log)" >&2; exit 1; }
