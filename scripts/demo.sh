@@ -112,6 +112,12 @@ show() {
 			> "$r/$1.inj.txt" 2>/dev/null
 		step "naming the guest's user code ($1)" \
 			tests/host/check_guest_user.py "$r/$1.inj.txt" "$prog" "$1"
+		# Its registers and stack copies, for guests without frame
+		# pointers (README, "Guests without frame pointers").
+		perf_dump "$r/$1.stack.data" "$r/$1.stack.D"
+		cp "$r/$1.stack.data" "$3/perf.data.guest-stack"
+		step "the guest's registers and stack copies ($1)" \
+			tests/host/check_stack_copy.py "$r/$1.stack.D" 32768 "$1" ${4:+"$4"}
 	fi
 	echo "== demo: perf ${args[*]} -i $data report -g (top of it)"
 	build/perf/perf "${args[@]}" -i "$data" \

@@ -9,11 +9,12 @@ usage: check_stack_copy.py <raw dump (perf_dump)> <limit> <name> [i386]
 Every guest sample must carry the guest's registers with the ABI of its
 kernel (64-bit, or 32-bit for i386) and one or two stack parts, whose first
 starts at the sampled stack pointer rounded down to 8 bytes, every part
-copied whole, all within the limit.  Two exceptions carry no part: a
-64-bit kernel sampled at its syscall entry, before it leaves the user
-stack (a kernel-mode copy never reads user pages), and, in at most
-MAX_UNEXPLAINED of the samples, an i386 kernel sampled on its entry stack
-(in the cpu_entry_area, not understood yet: README).  A guest-kernel sample of a 64-bit
+copied whole, all within the limit.  Two kinds of guest-kernel samples
+carry no part: those of a 64-bit kernel at its syscall entry, before it
+leaves the user stack (a kernel-mode copy never reads user pages), and
+those with an empty stack whose top is a page boundary with a guard page
+above (an i386 kernel at sysenter: its entry stack in the cpu_entry_area
+lies below guard_doublefault_stack), their stack pointer page-aligned.  A guest-kernel sample of a 64-bit
 kernel may have a second part, from the stack pointer its IRQ stack saved:
 an address in the kernel half, outside the first part; the 64-bit kernel's
 interrupt handlers must give some.  Guest-user samples and 32-bit kernels
@@ -38,7 +39,6 @@ _PART = re.compile(r"^\.\.\.\. part (\d+): addr 0x([0-9a-f]+), size (\d+), copie
 # fifth of its samples in interrupt handlers, most on its IRQ stack).
 MIN_SAMPLES = 200
 MIN_TWO_PARTS = 0.02
-MAX_UNEXPLAINED = 0.005
 
 
 def guest_samples(dump):
@@ -88,7 +88,7 @@ def main():
     abi = "32-bit" if arch == "i386" else "64-bit"
     chk = Checks()
     kernel, user, bad, two, kernel_bytes = 0, 0, [], 0, []
-    at_entry, unexplained = 0, []
+    at_entry, empty = 0, []
     for mode, sabi, sp, nr, parts in guest_samples(dump):
         kernel += mode == MISC_GUEST_KERNEL
         user += mode == MISC_GUEST_USER
@@ -98,8 +98,8 @@ def main():
         elif nr == 0 and mode == MISC_GUEST_KERNEL and abi == "64-bit" and not sp >> 63:
             at_entry += 1
             continue
-        elif nr == 0 and mode == MISC_GUEST_KERNEL and abi == "32-bit":
-            unexplained.append(sp)
+        elif nr == 0 and mode == MISC_GUEST_KERNEL and sp % 4096 == 0:
+            empty.append(sp)
             continue
         elif nr is None or nr != len(parts) or not 1 <= nr <= 2:
             why = f"{nr} stack parts ({len(parts)} printed)"
@@ -124,16 +124,13 @@ def main():
     for why in bad[:5]:
         print(f"#   wrong: {why}")
     print(f"# {name}: no stack part: {at_entry} guest-kernel samples on a user stack (syscall"
-          f" entry), {len(unexplained)} of an i386 kernel at"
-          f" {sorted(set(hex(sp >> 12 << 12) for sp in unexplained))}")
+          f" entry), {len(empty)} with an empty stack below a guard page, SP"
+          f" {sorted(set(hex(sp) for sp in empty))}")
     chk(kernel >= MIN_SAMPLES,
               f"{name}: at least {MIN_SAMPLES} guest-kernel samples with registers and stack"
               f" ({kernel})")
     chk(not bad, f"{name}: every guest sample carries the guest's registers ({abi}) and its"
               f" stack from SP, copied whole, within the limit ({len(bad)} wrong)")
-    chk(len(unexplained) <= MAX_UNEXPLAINED * (kernel + user),
-        f"{name}: at most {MAX_UNEXPLAINED:.1%} of the samples carry no stack part unexplained"
-        f" ({len(unexplained)})")
     if kernel_bytes:
         share = two / len(kernel_bytes)
         what = ("bytes of stack in use" if abi == "64-bit" else
