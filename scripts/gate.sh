@@ -233,7 +233,7 @@ for c in $(git -C "$tree" rev-list --reverse base.."$tip"); do
 	fi
 	if echo "$files" | grep -q '^tools/testing/selftests/kvm/'; then
 		builds=$((builds + 1))
-		if ! EXTRA_CFLAGS=-Werror "$top/scripts/build-selftests.sh" > "$log/selftests.log" 2>&1; then
+		if ! WB_SERIES_PREFIX=1 EXTRA_CFLAGS=-Werror "$top/scripts/build-selftests.sh" > "$log/selftests.log" 2>&1; then
 			fail "bisect: the KVM selftests (-Werror) do not build with the series up to '$subj'"
 			tail -5 "$log/selftests.log" | sed 's/^/    /'
 			bisect_ok=0
