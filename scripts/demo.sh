@@ -12,8 +12,10 @@
 # flame graph, perf top's output, perf.data.guest-injected, the host's
 # recording with the guest's own merged into it, and what perf needs to
 # name guest code in it (guest-buildid/, guestmount/); the same for the
-# 32-bit guest in out/i386/, for the arm64 guests in out/arm64/ and
-# out/arm64-debian/ (Debian 12's own arm64 cloud kernel).
+# 32-bit guest in out/i386/, for the guest kernel built without frame
+# pointers (ORC), unwound by perf from stack copies, in out/orc/, for the
+# arm64 guests in
+# out/arm64/ and out/arm64-debian/ (Debian 12's own arm64 cloud kernel).
 # usage: demo.sh [arm64]: with arm64 ('make demo-arm64'), the arm64 part
 # alone.
 set -euo pipefail
@@ -36,13 +38,15 @@ step "building the KVM host kernel (L1)" scripts/build-kernel.sh x86_64 host con
 step "building the guest kernel (L2)" scripts/build-kernel.sh x86_64 guest configs/guest.config
 step "building the 32-bit guest kernel (L2, i386)" \
 	scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
+step "building the guest kernel without frame pointers (L2, ORC)" \
+	scripts/build-kernel.sh x86_64 guest-orc configs/guest.config configs/guest-orc.config
 step "building the guests' own perf" scripts/build-perf.sh --guest x86_64
 step "building the 32-bit guest's own perf" scripts/build-perf.sh --guest i386
 step "building the selftests" scripts/build-selftests.sh
 step "packing the guests' initramfs" scripts/mkinitramfs.sh build/l2.cpio.gz --guest
 step "packing the 32-bit guest's initramfs" scripts/mkinitramfs.sh build/l2-i386.cpio.gz --guest-i386
 step "packing the host's initramfs, with QEMU and the guests" scripts/mkinitramfs.sh \
-	build/initramfs-demo.cpio.gz --l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
+	build/initramfs-demo.cpio.gz --l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz guest-orc
 fi
 step "building the arm64 KVM host kernel (L1, arm64)" \
 	scripts/build-kernel.sh arm64 host-arm64 configs/host-arm64.config
@@ -81,13 +85,29 @@ show() {
 	perf_dump "$r/$1.self.data" "$self"
 	cp "$r/$1.self.data" "$3/perf.data.guest-own"
 	# The vmlinux in its build: check_demo.py finds the i386 vDSO beside it;
-	# for Debian's kernel, its Image (scripts/mkinitramfs.sh).
-	local code
+	# for Debian's kernels, its Image or the ELF in its vmlinuz
+	# (scripts/mkinitramfs.sh).
+	local code orc=() orcs=()
 	code=$(obj_of "$2")/vmlinux
 	[ -e "build/$2/Image" ] && code=build/$2/Image
+	[ -e "build/$2/vmlinux" ] && code=build/$2/vmlinux
+	# A guest kernel without frame pointers: perf unwinds its call stacks
+	# from the stack copies of every sample with its ORC tables
+	# (tests/host/check_demo.sh).
+	if orc_of "$code"; then
+		cp "$code" "$3/guest-vmlinux"
+		orcs=(--guest-orc="$o/guest-vmlinux")
+		syms+=("${orcs[@]}")
+		build/perf/perf kvm --guest "${syms[@]}" -i "$r/$1.data" script -F time,ip --ns \
+			> "$r/$1.orc" 2> "$r/$1.orc.err"
+		orc=(--orc-chains="$r/$1.orc")
+	fi
+	# check_demo.py's optional arguments: the architecture, and the tag.
+	local opt=(${4:+"$4"})
+	[ -n "${5:-}" ] && opt=("${4:-x86_64}" "$5")
 	step "resolving the guest's call stacks ($1)" \
-		tests/host/check_demo.py "$r/$1.D" "$map" "$code" \
-		"$r/$1.top" "$self" ${4:+"$4"} ${5:+"$5"}
+		tests/host/check_demo.py "${orc[@]}" "$r/$1.D" "$map" "$code" \
+		"$r/$1.top" "$self" "${opt[@]}"
 	cp "$r/$1.top" "$3/perf-kvm-top.txt"
 	# How perf reads the guest recording: with the guest kernel's vmlinux;
 	# where the guest recorded itself, the host's recording with the
@@ -107,17 +127,24 @@ show() {
 		cp -r "$gi_mount" "$3/guestmount"
 		cp "$r/$1.inj.data" "$3/perf.data.guest-injected"
 		data=$3/perf.data.guest-injected
-		args=(--buildid-dir "$o/guest-buildid" kvm --guest --guestmount="$o/guestmount")
+		args=(--buildid-dir "$o/guest-buildid" kvm --guest --guestmount="$o/guestmount" "${orcs[@]}")
 		build/perf/perf "${args[@]}" -i "$data" script -F comm,tid,ip,sym,symoff,dso \
 			> "$r/$1.inj.txt" 2>/dev/null
 		step "naming the guest's user code ($1)" \
 			tests/host/check_guest_user.py "$r/$1.inj.txt" "$prog" "$1"
 		# Its registers and stack copies, for guests without frame
 		# pointers (README, "Guests without frame pointers").
-		perf_dump "$r/$1.stack.data" "$r/$1.stack.D"
-		cp "$r/$1.stack.data" "$3/perf.data.guest-stack"
-		step "the guest's registers and stack copies ($1)" \
-			tests/host/check_stack_copy.py "$r/$1.stack.D" 32768 "$1" ${4:+"$4"}
+		# A guest kernel without frame pointers has them with every
+		# sample, up to 16 KiB (tests/vm/demo.sh).
+		if [ ${#orc[@]} = 0 ]; then
+			perf_dump "$r/$1.stack.data" "$r/$1.stack.D"
+			cp "$r/$1.stack.data" "$3/perf.data.guest-stack"
+			step "the guest's registers and stack copies ($1)" \
+				tests/host/check_stack_copy.py "$r/$1.stack.D" 32768 "$1" ${4:+"$4"}
+		else
+			step "the guest's registers and stack copies ($1)" \
+				tests/host/check_stack_copy.py "$r/$1.D" 16384 "$1"
+		fi
 	fi
 	echo "== demo: perf ${args[*]} -i $data report -g (top of it)"
 	build/perf/perf "${args[@]}" -i "$data" \
@@ -134,6 +161,7 @@ if [ "$only" != arm64 ]; then
 		run_vms host 900 build/demo "$(grep -v arm64 <<< "$vms")"
 	show demo guest out
 	show demo-i386 guest-i386 out/i386 i386
+	show demo-orc guest-orc out/orc "" "demo orc"
 fi
 step "booting the arm64 hosts, running their guests and recording them (a host VM per guest)" \
 	run_vms host-arm64 900 build/demo "$(grep arm64 <<< "$vms")"
@@ -143,6 +171,7 @@ echo "== demo: $(ccache_since $cc0)"
 [ "$only" = arm64 ] || {
 	echo "== demo: done: out/flamegraph.html, out/flamegraph.png, out/stacks.folded, out/perf.data.guest"
 	echo "== demo: the 32-bit guest: out/i386/flamegraph.html, out/i386/flamegraph.png"
+	echo "== demo: the guest kernel without frame pointers (ORC): out/orc/flamegraph.html, out/orc/flamegraph.png"
 }
 echo "== demo: the arm64 guest: out/arm64/flamegraph.html, out/arm64/flamegraph.png"
 echo "== demo: Debian's arm64 kernel: out/arm64-debian/flamegraph.html, out/arm64-debian/flamegraph.png"

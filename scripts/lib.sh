@@ -149,11 +149,16 @@ run_vms() {
 
 # perf_dump <perf.data> <dump>: the raw records of a recording made in a
 # VM, dumped here by 'perf report -D' (it prints the records and no
-# symbols, which this machine would get wrong), for tests/host/perfdump.py.
+# symbols, which this machine would get wrong), for tests/host/perfdump.py;
+# without the hex dump of each record, which nothing reads and which, with
+# guest stack copies in every sample, runs to gigabytes.
 perf_dump() {
 	# Its messages apart (<dump>.err): in the dump, they broke lines
 	# ("No kallsyms or vmlinux with build-id ..." in a sample's line).
-	"$top/build/perf/perf" report -D -i "$1" > "$2" 2> "$2.err" ||
+	local st
+	"$top/build/perf/perf" report -D -i "$1" 2> "$2.err" |
+		grep -v '^\.  [0-9a-f]\{4\}:  ' > "$2" && st=("${PIPESTATUS[@]}") || st=("${PIPESTATUS[@]}")
+	[ "${st[0]}" = 0 ] ||
 		{ echo "perf_dump: perf report -D -i $1 failed:" >&2; tail -5 "$2.err" >&2; return 1; }
 }
 
@@ -176,7 +181,13 @@ guest_inject() {
 		{ echo "guest_inject: no $res/$name.guest" >&2; return 1; }
 	rm -rf "$res/$name.buildid" "$res/$name.guestmount"
 	mkdir -p "$res/$name.guestmount/$pid/proc"
-	cp "$(sysmap_of "$3")" "$res/$name.guestmount/$pid/proc/kallsyms"
+	# A guest kernel with KASLR on is not where its System.map says: the
+	# kallsyms it handed over (tests/vm/demo.sh) say where it is.
+	if [ -s "$res/$name.kallsyms" ]; then
+		cp "$res/$name.kallsyms" "$res/$name.guestmount/$pid/proc/kallsyms"
+	else
+		cp "$(sysmap_of "$3")" "$res/$name.guestmount/$pid/proc/kallsyms"
+	fi
 	: > "$res/$name.guestmount/$pid/proc/modules"
 	gi_perf=("$top/build/perf/perf" --buildid-dir "$res/$name.buildid")
 	"${gi_perf[@]}" buildid-cache -a "$4" &&
@@ -184,6 +195,14 @@ guest_inject() {
 			--guest-data="$res/$name.self.data,$pid,$off,$scale" ||
 		{ echo "guest_inject: perf inject --guest-data failed" >&2; return 1; }
 	gi_mount=$res/$name.guestmount
+}
+
+# orc_of <vmlinux>: true if the guest kernel <vmlinux> has ORC unwind tables
+# (built with CONFIG_UNWINDER_ORC, without frame pointers): its call stacks
+# are unwound by perf from the stack copies recorded with its samples
+# (perf kvm --guest-orc), not walked by the host.
+orc_of() {
+	readelf -SW "$1" 2>/dev/null | grep -q ' \.orc_unwind '
 }
 
 # scenarios_of <command>: the scenarios of tests/scenarios.list that this

@@ -4,10 +4,12 @@
 #   mkinitramfs.sh <out.cpio.gz>: the test VM (L1 host): static busybox, perf,
 #	the KVM selftests, the workbench's guest programs, the in-VM scenarios,
 #	with the shared libraries they need;
-#   mkinitramfs.sh <out.cpio.gz> --l2 <kernel> <l2.cpio.gz> [<kernel> <l2.cpio.gz>]:
+#   mkinitramfs.sh <out.cpio.gz> --l2 <kernel> <l2.cpio.gz> [<kernel> <l2.cpio.gz> [<kernel>]]:
 #	the same, plus QEMU and a Linux guest (L2: the kernel build named
-#	<kernel>, with its System.map) for the demo, and a 32-bit one (in
-#	/demo/i386);
+#	<kernel>, with its System.map) for the demo, a 32-bit one (in
+#	/demo/i386), Debian's own x86-64 cloud kernel with the same
+#	initramfs (in /demo/debian) and, with a seventh argument, the build
+#	it names, a guest kernel without frame pointers (in /demo/orc);
 #   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox, its
 #	workload with /bin/l2-work, also kept as build/l2-work for the host's
 #	symbols, and its own perf, build-perf.sh --guest x86_64);
@@ -52,46 +54,52 @@ arm64_busybox() {
 	chmod +x "$1"
 }
 
-# arm64_debs <name> <package>: Debian's arm64 <package> and its dependencies,
-# downloaded once into build/debs/<name>/ and unpacked into build/<name>/
-# (QEMU's are about 100 packages).
-arm64_debs() {
-	local d=$top/build/debs/$1 x=$top/build/$1 f
+# debian_debs <name> <package> <arch>: Debian's <package> for <arch> (arm64,
+# amd64) and its dependencies, downloaded once into build/debs/<name>/ and
+# unpacked into build/<name>/ (QEMU's for arm64 are about 100 packages).
+debian_debs() {
+	local d=$top/build/debs/$1 x=$top/build/$1 f pat=":$3\$"
 	[ -e "$x/.done" ] && return
+	# apt names the packages of the machine's own architecture bare.
+	[ "$3" = "$(dpkg --print-architecture)" ] && pat='^[^:]*$'
 	# Into fresh directories, moved into place when complete: an
 	# interrupted download or unpacking is not taken for a cache.
 	rm -rf "$d" "$d.new" "$x" "$x.new"
 	mkdir -p "$d.new" "$x.new"
 	apt_download "$d.new" $(apt-cache depends --recurse --no-recommends \
 		--no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
-		"$2:arm64" | grep -E '^[a-z0-9].*:arm64$' | sort -u) ||
-		{ echo "initramfs: apt-get download of $2:arm64 FAILED" >&2; exit 1; }
+		"$2:$3" | grep -E '^[a-z0-9]' | grep -E "$pat" | sort -u) ||
+		{ echo "initramfs: apt-get download of $2:$3 FAILED" >&2; exit 1; }
 	for f in "$d.new"/*.deb; do dpkg-deb -x "$f" "$x.new"; done
 	touch "$x.new/.done"
 	mv "$d.new" "$d"
 	mv "$x.new" "$x"
 }
 
-# arm64_program <root> <name> <program>: <program> (a path) from
-# build/<name>/ (arm64_debs) in <root>, with its dynamic loader and only
-# the shared libraries in the closure of its DT_NEEDED entries.
-arm64_program() {
-	local x=$top/build/$2 f so lib todo=()
+# debian_program <root> <name> <program> <triplet>: <program> (a path) from
+# build/<name>/ (debian_debs) in <root>, with its dynamic loader and only
+# the shared libraries in the closure of its DT_NEEDED entries, from
+# lib/<triplet>/ and usr/lib/<triplet>/ (aarch64-linux-gnu, x86_64-linux-gnu).
+debian_program() {
+	local x=$top/build/$2 t=$4 f so lib ld todo=()
 	declare -A seen=()
-	mkdir -p "$1/$(dirname "$3")" "$1/lib/aarch64-linux-gnu"
+	mkdir -p "$1/$(dirname "$3")" "$1/lib/$t"
 	cp "$x/$3" "$1/$3"
-	# The loader itself, not its link in /lib, whose target may be absolute.
-	cp "$x/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1" "$1/lib/"
+	# The loader itself, where the program asks for it, not its link in
+	# /lib or /lib64, whose target may be absolute.
+	ld=$(readelf -l "$x/$3" | sed -n 's/.*program interpreter: \(.*\)\]$/\1/p')
+	mkdir -p "$1$(dirname "$ld")"
+	cp "$x/lib/$t/$(basename "$ld")" "$1$ld"
 	todo=("$x/$3")
 	while [ ${#todo[@]} -gt 0 ]; do
 		f=${todo[0]}
 		todo=("${todo[@]:1}")
-		for so in $("${arch_user_cross}readelf" -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		for so in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 			[ -z "${seen[$so]:-}" ] || continue
 			seen[$so]=1
-			lib=$(find "$x/lib/aarch64-linux-gnu" "$x/usr/lib/aarch64-linux-gnu" -maxdepth 1 -name "$so" 2>/dev/null | head -1)
+			lib=$(find "$x/lib/$t" "$x/usr/lib/$t" -maxdepth 1 -name "$so" 2>/dev/null | head -1)
 			[ -n "$lib" ] || { echo "initramfs: $so, which $3 needs, is in none of its packages" >&2; exit 1; }
-			cp -L "$lib" "$1/lib/aarch64-linux-gnu/$so"
+			cp -L "$lib" "$1/lib/$t/$so"
 			todo+=("$(readlink -f "$lib")")
 		done
 	done
@@ -109,59 +117,114 @@ apt_download() {
 	printf '%s\n' "$log" | grep -v '^W: Download is performed unsandboxed' >&2 || true
 }
 
-# arm64_debian <dir> <initramfs>: Debian 12's own arm64 cloud kernel, unmodified (the
-# kernel package linux-image-cloud-arm64:arm64 depends on, downloaded once
-# into build/debs/debian-arm64/), as <dir>/Image, with a command line with
-# KASLR on, which asks /init for the kernel's symbols (tests/demo/l2-init):
+# debian_guest <dir> <initramfs> <arch> <triplet> <module>...: Debian 12's own
+# cloud kernel for <arch> (arm64, amd64), unmodified (the kernel package
+# linux-image-cloud-<arch> depends on, downloaded once into
+# build/debs/debian-<arch>/), as <dir>/vmlinuz, to boot with KASLR on and a
+# command line that asks /init for the kernel's symbols (tests/demo/l2-init):
 # the package's System.map is a placeholder, the real one is in its -dbg
-# package.  Its initramfs is the arm64 guest's, <initramfs>, and a second
-# archive with the package's virtio block and console drivers, modules in
-# this kernel, in load order (virtio_ring, virtio, virtio_mmio, virtio_blk,
-# virtio_console: their depends=; named 1- to 5-, in the order of /init's
-# glob), for the disk /init writes the symbols and its own recording to,
-# and the console that ends that recording; and Debian's perf for arm64
-# (linux-perf, its libraries), for that recording.  The kernel is also kept as
-# build/debian-arm64/Image, for the host's checks (the fidelity's model of
-# where its interrupts are off is read from its code).
-arm64_debian() {
-	local d=$top/build/debs/debian-arm64 pkg deb
-	pkg=$(apt-cache depends linux-image-cloud-arm64:arm64 |
-		sed -n 's/^  Depends: \(linux-image-[^:]*\):arm64$/\1/p' | head -1 || true)
-	[ -n "$pkg" ] || { echo "initramfs: no kernel package behind linux-image-cloud-arm64:arm64" >&2; exit 1; }
+# package.  Its initramfs is the workbench's guest's, <initramfs>, and a
+# second archive with the package's drivers for the guest's virtio disk
+# (and on arm64 its console), modules in this kernel: <module>, paths under
+# its drivers/ in load order (their depends=), named 1- to 9- in the order
+# of /init's glob; and Debian's own perf (linux-perf, the libraries of
+# <triplet> it needs), for the guest's recording of itself (/init prefers
+# /usr/bin/perf to the workbench's /bin/perf).  <dir>/version names the
+# package.
+debian_guest() {
+	local dir=$1 init=$2 arch=$3 t=$4 pkg deb
+	local d=$top/build/debs/debian-$arch
+	pkg=$(apt-cache depends "linux-image-cloud-$arch:$arch" |
+		sed -n "s/^  Depends: \(linux-image-[^:]*\)\(:$arch\)\?\$/\1/p" | head -1 || true)
+	[ -n "$pkg" ] || { echo "initramfs: no kernel package behind linux-image-cloud-$arch:$arch" >&2; exit 1; }
 	deb=
-	[ -d "$d" ] && deb=$(find "$d" -maxdepth 1 -name "${pkg}_*_arm64.deb" | sort | tail -1)
+	[ -d "$d" ] && deb=$(find "$d" -maxdepth 1 -name "${pkg}_*_$arch.deb" | sort | tail -1)
 	if [ -z "$deb" ]; then
 		rm -rf "$d" "$d.new"
 		mkdir -p "$d.new"
-		apt_download "$d.new" "$pkg:arm64" || true
-		deb=$(find "$d.new" -maxdepth 1 -name "${pkg}_*_arm64.deb" | sort | tail -1)
-		[ -n "$deb" ] || { echo "initramfs: apt-get download $pkg:arm64 FAILED" >&2; exit 1; }
+		apt_download "$d.new" "$pkg:$arch" || true
+		deb=$(find "$d.new" -maxdepth 1 -name "${pkg}_*_$arch.deb" | sort | tail -1)
+		[ -n "$deb" ] || { echo "initramfs: apt-get download $pkg:$arch FAILED" >&2; exit 1; }
 		mv "$d.new" "$d"
 		deb=$d/$(basename "$deb")
 	fi
-	local x=$1/x kd=./lib/modules/${pkg#linux-image-}/kernel/drivers m i=1
+	local x=$dir/x kd=./lib/modules/${pkg#linux-image-}/kernel/drivers m i=1
+	shift 4
 	mkdir -p "$x/lib/modules/wb"
 	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" "./boot/vmlinuz-${pkg#linux-image-}" \
-		"$kd/virtio/virtio_ring.ko" "$kd/virtio/virtio.ko" "$kd/virtio/virtio_mmio.ko" \
-		"$kd/block/virtio_blk.ko" "$kd/char/virtio_console.ko"
-	mv "$x/boot/vmlinuz-${pkg#linux-image-}" "$1/Image"
-	mkdir -p "$top/build/debian-arm64"
-	cp "$1/Image" "$top/build/debian-arm64/Image"
-	for m in virtio/virtio_ring virtio/virtio virtio/virtio_mmio block/virtio_blk \
-		char/virtio_console; do
+		$(for m in "$@"; do echo "$kd/$m.ko"; done)
+	mv "$x/boot/vmlinuz-${pkg#linux-image-}" "$dir/vmlinuz"
+	for m in "$@"; do
 		mv "$x/$kd/$m.ko" "$x/lib/modules/wb/$i-${m#*/}.ko"
 		i=$((i + 1))
 	done
 	rm -rf "$x/boot" "${x:?}/lib/modules/${pkg#linux-image-}"
-	# Debian's own perf for arm64 (linux-perf), for the guest to record
-	# itself with (/init prefers /usr/bin/perf to the workbench's /bin/perf).
-	arm64_debs debian-perf-arm64 linux-perf
-	arm64_program "$x" debian-perf-arm64 usr/bin/perf
-	{ cat "$2"
-	  (cd "$x" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1); } > "$1/initramfs.cpio.gz"
+	debian_debs "debian-perf-$arch" linux-perf "$arch"
+	debian_program "$x" "debian-perf-$arch" usr/bin/perf "$t"
+	{ cat "$init"
+	  (cd "$x" && find . | sort | cpio -o -H newc --quiet --reproducible | gzip -1); } > "$dir/initramfs.cpio.gz"
 	rm -rf "$x"
-	echo "$pkg $(dpkg-deb -f "$deb" Version)" > "$1/version"
+	echo "$pkg $(dpkg-deb -f "$deb" Version)" > "$dir/version"
+}
+
+# arm64_debian <dir> <initramfs>: Debian's arm64 cloud kernel (debian_guest)
+# as <dir>/Image, with the arm64 guest's initramfs, <initramfs>, its virtio
+# block and console drivers (for the disk /init writes the symbols and its
+# own recording to, and the console that ends that recording), and its
+# command line.  The kernel is also kept as build/debian-arm64/Image, for
+# the host's checks (the fidelity's model of where its interrupts are off is
+# read from its code).
+arm64_debian() {
+	debian_guest "$1" "$2" arm64 aarch64-linux-gnu virtio/virtio_ring virtio/virtio \
+		virtio/virtio_mmio block/virtio_blk char/virtio_console
+	mv "$1/vmlinuz" "$1/Image"
+	mkdir -p "$top/build/debian-arm64"
+	cp "$1/Image" "$top/build/debian-arm64/Image"
 	echo "console=ttyAMA0 panic=-1 quiet wb.kallsyms" > "$1/cmdline"
+}
+
+# x86_debian <dir> <initramfs>: Debian's x86-64 cloud kernel (debian_guest),
+# built with ORC and without frame pointers, as <dir>/bzImage, with the x86
+# guest's initramfs, <initramfs>, and its virtio PCI and block drivers (the
+# control console is the second serial port, its 8250 driver built in).
+# Its command line has KASLR on (tests/vm/l2.sh adds the timing options);
+# <dir>/stack asks tests/vm/demo.sh to copy the guest's registers and 16 KiB
+# of stack (a task stack's size) with every sample of its recording, for
+# the host to unwind them with the kernel's ORC tables.  Kept for the
+# host's checks: build/debian-amd64/vmlinuz and the ELF in it,
+# build/debian-amd64/vmlinux, which holds those tables (.orc_unwind_ip,
+# .orc_unwind) and no symbols (tests/host/check_orc.py).
+x86_debian() {
+	local k=$top/build/debian-amd64
+	debian_guest "$1" "$2" amd64 x86_64-linux-gnu virtio/virtio_ring virtio/virtio \
+		virtio/virtio_pci_modern_dev virtio/virtio_pci_legacy_dev virtio/virtio_pci \
+		block/virtio_blk
+	mv "$1/vmlinuz" "$1/bzImage"
+	mkdir -p "$k"
+	cp "$1/bzImage" "$k/vmlinuz"
+	"$top/build/linux/scripts/extract-vmlinux" "$k/vmlinuz" > "$k/vmlinux.new" &&
+		readelf -SW "$k/vmlinux.new" | grep -q ' \.orc_unwind_ip ' &&
+		readelf -SW "$k/vmlinux.new" | grep -q ' \.orc_unwind ' ||
+		{ echo "initramfs: no ELF with ORC tables in $k/vmlinuz (extract-vmlinux)" >&2; exit 1; }
+	mv "$k/vmlinux.new" "$k/vmlinux"
+	echo "console=ttyS0 panic=-1 wb.kallsyms" > "$1/cmdline"
+	echo 16384 > "$1/stack"
+}
+
+# x86_orc <dir> <kernel> <initramfs>: the x86-64 guest kernel built as most
+# distributions build theirs (the build named <kernel>: ORC, no frame
+# pointers, KASLR; configs/guest-orc.config) as <dir>/bzImage, with the x86
+# guest's initramfs, <initramfs>.  Its command line leaves KASLR on and
+# asks /init for the kernel's symbols (tests/demo/l2-init), for the host to
+# know where the kernel runs; <dir>/stack asks tests/vm/demo.sh for the
+# guest's registers and 16 KiB of stack copies (a task stack's size) with
+# every sample, which perf unwinds with the kernel's ORC tables.
+x86_orc() {
+	mkdir -p "$1"
+	cp "$(image_of "$2")" "$1/bzImage"
+	cp "$3" "$1/initramfs.cpio.gz"
+	echo "console=ttyS0 panic=-1 wb.kallsyms" > "$1/cmdline"
+	echo 16384 > "$1/stack"
 }
 
 if [ "${2:-}" = --guest-arm64 ]; then
@@ -224,8 +287,8 @@ if [ "${2:-}" = --arm64 ]; then
 		cp "$5" "$root/demo/initramfs.cpio.gz"
 		cp "$(sysmap_of "$4")" "$root/demo/System.map"
 		arm64_debian "$root/demo/debian" "$5"
-		arm64_debs qemu-arm64 qemu-system-arm
-		arm64_program "$root" qemu-arm64 usr/bin/qemu-system-aarch64
+		debian_debs qemu-arm64 qemu-system-arm arm64
+		debian_program "$root" qemu-arm64 usr/bin/qemu-system-aarch64 aarch64-linux-gnu
 	fi
 	chmod +x "$root/init" "$root"/tests/*.sh
 	pack
@@ -251,6 +314,8 @@ if [ "${2:-}" = --l2 ]; then
 		cp "$6" "$root/demo/i386/initramfs.cpio.gz"
 		cp "$(sysmap_of "$5")" "$root/demo/i386/System.map"
 	fi
+	[ $# -ge 7 ] && x86_orc "$root/demo/orc" "$7" "$4"
+	x86_debian "$root/demo/debian" "$4"
 	cp /usr/bin/qemu-system-x86_64 "$root/usr/bin/"
 	cp -rL /usr/share/qemu /usr/share/seabios "$root/usr/share/"
 	cp -r /usr/lib/x86_64-linux-gnu/qemu "$root/usr/lib/x86_64-linux-gnu/"

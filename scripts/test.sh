@@ -74,6 +74,7 @@ stage gate check gate scripts/gate.sh
 stage kernel scripts/build-kernel.sh x86_64 test configs/host.config configs/kasan.config configs/trace.config
 stage guest-kernel scripts/build-kernel.sh x86_64 guest configs/guest.config
 stage guest-kernel-i386 scripts/build-kernel.sh i386 guest-i386 configs/guest.config configs/guest-i386.config
+stage guest-kernel-orc scripts/build-kernel.sh x86_64 guest-orc configs/guest.config configs/guest-orc.config
 stage kernel-arm64 scripts/build-kernel.sh arm64 host-arm64 configs/host-arm64.config
 stage guest-kernel-arm64 scripts/build-kernel.sh arm64 guest-arm64 configs/guest-arm64.config
 stage perf scripts/build-perf.sh
@@ -89,7 +90,7 @@ stage initramfs scripts/mkinitramfs.sh build/l2-arm64.cpio.gz --guest-arm64
 stage initramfs scripts/mkinitramfs.sh build/initramfs-arm64.cpio.gz --arm64 \
 	--l2 guest-arm64 build/l2-arm64.cpio.gz
 stage initramfs scripts/mkinitramfs.sh build/initramfs-demo.cpio.gz \
-	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz
+	--l2 guest build/l2.cpio.gz guest-i386 build/l2-i386.cpio.gz guest-orc
 rm -rf "$res"
 # The x86 QEMU VMs side by side (one core each), then the Bochs VM alone,
 # then the two arm64 VMs side by side.

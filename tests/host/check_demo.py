@@ -33,7 +33,7 @@ import sys
 
 from fidelity import ARCHES, fidelity, same_interval, vdso_landing_points, whole_windows
 from perfdump import (CONTEXTS, MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_KERNEL, MISC_USER, Checks,
-                      SystemMap, samples)
+                      SystemMap, sample_times, samples, script_chains, with_script_chains)
 
 GUEST_KERNEL = next(k for k, v in CONTEXTS.items() if v == "GUEST_KERNEL")
 
@@ -111,8 +111,9 @@ def backtrace(core):
                      if line.startswith(("#", "Thread", "Program", "Core"))))
 
 
-def check_top(check, path, smap, arch, tag):
-    """The last profile 'perf kvm --guest top' printed, judged."""
+def check_top(check, path, smap, arch, tag, orc=False):
+    """The last profile 'perf kvm --guest top' printed, judged; orc: the
+    guest kernel has no frame pointers (its callchains are not judged)."""
     try:
         with open(path, errors="replace") as f:
             text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", f.read())
@@ -178,11 +179,23 @@ def check_top(check, path, smap, arch, tag):
                    + (f" (first under {raw[0][0]}: {raw[0][1]:#x})" if raw else ""))
     path = SYSCALL[arch]
     n = sum(1 for b in gk if any(in_order(p, path) for p in chain_paths(b[2])))
+    if orc:
+        print(f"# {tag}: perf kvm top shows {n} guest kernel entries with a callchain that holds "
+              f"{' <- '.join('|'.join(p) for p in path)} in caller order (not checked: perf "
+              f"top records no stack copies and has no --guest-orc, so its callchains of a "
+              f"guest kernel without frame pointers are the host's frame-pointer walk)")
+        return
     check(n, f"{tag}: perf kvm top shows {n} guest kernel entries with a callchain that holds "
              f"{' <- '.join('|'.join(p) for p in path)} in caller order")
 
 
 def main():
+    # --orc-chains=<perf script -F time,ip --ns>: the guest kernel's
+    # callchains as perf unwound them from the guest's stack copies with its
+    # ORC tables (a guest kernel without frame pointers), instead of the
+    # recorded ones.
+    orc = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--orc-chains=")), None)
+    sys.argv = [a for a in sys.argv if not a.startswith("--orc-chains=")]
     dump, smap, vmlinux, top, self_dump = sys.argv[1:6]
     arch = sys.argv[6] if len(sys.argv) > 6 else "x86_64"
     tag = "demo" if arch == "x86_64" else f"demo {arch}"
@@ -204,6 +217,13 @@ def main():
     except OSError as e:
         print(f"not ok - {tag}: no recording: {e}")
         return 1
+    if orc:
+        try:
+            all_s, n = with_script_chains(all_s, sample_times(dump), script_chains(orc))
+        except OSError as e:
+            print(f"not ok - {tag}: no callchains unwound with ORC: {e}")
+            return 1
+        print(f"{tag}: {n} guest-kernel samples with their callchains unwound with ORC ({orc})")
     gk = [s for s in all_s if s[0] == MISC_GUEST_KERNEL]
     gu = [s for s in all_s if s[0] == MISC_GUEST_USER]
     chains = []
@@ -250,8 +270,11 @@ def main():
           f"exception entry (at least 10), {len(crossed) - len(lost)} of them into a guest "
           f"kernel symbol (all)")
 
-    check(gk and len(deep) > len(gk) / 2,
-          f"{tag}: {len(deep)}/{len(gk)} guest-kernel samples carry >= 3 resolved guest frames")
+    # Unwound with ORC, nine in ten (issue "Frameless guests").
+    need = 0.9 if orc else 0.5
+    check(gk and len(deep) > len(gk) * need,
+          f"{tag}: {len(deep)}/{len(gk)} guest-kernel samples carry >= 3 resolved guest frames "
+          f"(more than {need:.0%})")
     if arch == "i386":
         wide = sum(1 for _, ip, c in gk if ip >> 32 or any(a >> 32 for a in c[1:]))
         check(gk and not wide,
@@ -283,7 +306,7 @@ def main():
         n = sum(1 for c in chains if c and in_order(c, path))
         check(n > 0, f"{tag}: {n} samples show {' <- '.join('|'.join(p) for p in path)} "
                      f"in caller order")
-    check_top(check, top, smap, arch, tag)
+    check_top(check, top, smap, arch, tag, bool(orc))
     try:
         own = list(samples(self_dump))
     except OSError as e:

@@ -4,18 +4,23 @@
 # (check_demo.py), its registers and stack copies on x86
 # (check_stack_copy.py), and its user program's call stacks by name
 # (check_guest_user.py).
-# usage: check_demo.sh <results dir> <checkout> [<guest build> <arch> [<name>]]
+# usage: check_demo.sh <results dir> <checkout> [<guest build> [<arch> [<name>]]]
 # The guest's symbols: its build's System.map, or the kallsyms the guest
 # handed over (<name>.kallsyms, tests/vm/demo.sh), for a guest kernel not
-# built here; its code: its build's vmlinux, or for such a kernel, its
-# Image (build/<guest build>/Image, scripts/mkinitramfs.sh).
-res=$1 top=$2 name=demo guest=${3:-guest}
-[ -n "${4:-}" ] && name=demo-$4
+# built here or one that runs with KASLR; its code: its build's vmlinux,
+# or for a kernel not built here, build/<guest build>/Image (arm64) or
+# build/<guest build>/vmlinux (x86-64, the ELF in its vmlinuz;
+# scripts/mkinitramfs.sh).  A guest kernel with ORC tables (orc_of in
+# lib.sh) is judged on the call stacks perf unwinds with them from the
+# stack copies of its recording (perf kvm --guest-orc).
+res=$1 top=$2 name=demo guest=${3:-guest} arch=${4:-}
+[ -n "$arch" ] && name=demo-$arch
 [ -n "${5:-}" ] && name=$5
 map=$top/build/obj-$guest/System.map
 [ -s "$res/$name.kallsyms" ] && map=$res/$name.kallsyms
 vmlinux=$top/build/obj-$guest/vmlinux
 [ -e "$top/build/$guest/Image" ] && vmlinux=$top/build/$guest/Image
+[ -e "$top/build/$guest/vmlinux" ] && vmlinux=$top/build/$guest/vmlinux
 . "$top/scripts/lib.sh"
 . "$top/tests/lib/tap.sh"
 sed 's/^/# /' "$res/$name.log"
@@ -26,13 +31,26 @@ perf_dump "$res/$name.data" "$res/$name.D" || tap_not_ok "$name: no raw dump of 
 self=$res/$name.self.D
 perf_dump "$res/$name.self.data" "$self" ||
 	tap_not_ok "$name: no raw dump of the guest's own recording"
-"$(dirname "$0")/check_demo.py" "$res/$name.D" "$map" \
-	"$vmlinux" "$res/$name.top" "$self" ${4:+"$4"} ${5:+"${5//-/ }"} ||
-	tap_failed=1
-# The guest's registers and stack copies, recorded on x86 hosts.
-if [ "${4:-}" != arm64 ]; then
-	if perf_dump "$res/$name.stack.data" "$res/$name.stack.D"; then
-		"$(dirname "$0")/check_stack_copy.py" "$res/$name.stack.D" 32768 "$name" ${4:+"$4"} ||
+# The guest's registers and stack copies, recorded on x86 hosts: for a
+# guest kernel with ORC tables, with every sample, up to 16 KiB
+# (tests/vm/demo.sh); for the others in a recording of their own, up to
+# 32 KiB.
+stack=$res/$name.stack.D limit=32768 orc=()
+if orc_of "$vmlinux"; then
+	stack=$res/$name.D limit=16384
+	"$top/build/perf/perf" kvm --guest --guestkallsyms="$map" --guest-orc="$vmlinux" \
+		-i "$res/$name.data" script -F time,ip --ns > "$res/$name.orc" 2> "$res/$name.orc.err" ||
+		tap_not_ok "$name: perf kvm --guest-orc script: $(tail -1 "$res/$name.orc.err")"
+	orc=(--orc-chains="$res/$name.orc")
+fi
+# check_demo.py's optional arguments: the architecture, and the tag.
+opt=(${arch:+"$arch"})
+[ -n "${5:-}" ] && opt=("${arch:-x86_64}" "${5//-/ }")
+"$(dirname "$0")/check_demo.py" "${orc[@]}" "$res/$name.D" "$map" \
+	"$vmlinux" "$res/$name.top" "$self" "${opt[@]}" || tap_failed=1
+if [ "$arch" != arm64 ]; then
+	if [ "$stack" = "$res/$name.D" ] || perf_dump "$res/$name.stack.data" "$stack"; then
+		"$(dirname "$0")/check_stack_copy.py" "$stack" "$limit" "$name" ${arch:+"$arch"} ||
 			tap_failed=1
 	else
 		tap_not_ok "$name: no raw dump of its recording with stack copies"
@@ -40,11 +58,11 @@ if [ "${4:-}" != arm64 ]; then
 fi
 # Guest user code by name: the guest's recording of itself merged into
 # the host's (guest_inject), and its program's call stacks judged.
-if [ "${4:-}" = arm64 ]; then
+if [ "$arch" = arm64 ]; then
 	echo "# $name: guest user code by name: not judged on arm64: 'perf inject --guest-data'" \
 		"needs the guest's clock on the host's, and KVM does not show the vCPU's counter offset"
 else
-	prog=$top/build/l2-work${4:+-$4}
+	prog=$top/build/l2-work${arch:+-$arch}
 	if guest_inject "$res" "$name" "$guest" "$prog"; then
 		"${gi_perf[@]}" script --guestmount "$gi_mount" -i "$res/$name.inj.data" -F comm,tid,ip,sym,symoff,dso \
 			> "$res/$name.inj.txt" 2> "$res/$name.inj.err" ||

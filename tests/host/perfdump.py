@@ -39,6 +39,42 @@ def samples(dump, pid=False):
         yield cur
 
 
+def script_chains(path):
+    """From 'perf script -F time,ip --ns' output, each sample's callchain
+    as perf resolved it (with --guest-orc, unwound from the guest's stack
+    copies), keyed by its time in ns, the time the raw dump gives."""
+    chains, cur = {}, None
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("\t"):
+                if cur is not None:
+                    chains[cur].append(int(line.split()[0], 16))
+            elif line.strip().endswith(":"):
+                secs, ns = line.strip()[:-1].split(".")
+                cur = int(secs) * 10**9 + int(ns)
+                chains[cur] = []
+    return chains
+
+
+def with_script_chains(all_s, times, chains):
+    """The samples of samples(dump) (with times from sample_times(dump)),
+    each guest-kernel one with the callchain of script_chains() at its time
+    instead of the recorded one, its guest user part behind the
+    PERF_CONTEXT_GUEST_USER marker; and how many were replaced."""
+    gk, gu = (next(k for k, v in CONTEXTS.items() if v == n) for n in ("GUEST_KERNEL", "GUEST_USER"))
+    out, n = [], 0
+    for s, t in zip(all_s, times):
+        c = chains.get(t)
+        if s[0] != MISC_GUEST_KERNEL or not c:
+            out.append(s)
+            continue
+        kernel = [a for a in c if a >> 63]
+        user = [a for a in c if not a >> 63]
+        out.append(s[:-1] + ([gk] + kernel + ([gu] + user if user else []),))
+        n += 1
+    return out, n
+
+
 def sample_times(dump):
     """The timestamps of the samples that samples(dump) yields, in order."""
     with open(dump, errors="replace") as f:

@@ -4,9 +4,10 @@
 # record it from the host with 'perf kvm --guest record -g' while its
 # workload runs, and save the recording ($1.data); then profile it live
 # with 'perf kvm --guest top -g' ($1.top), and on x86 record its
-# registers and stack copies ($1.stack.data).  Meanwhile the guest records
-# itself with its own perf and writes that recording to its virtio disk;
-# saved as $1.self.data.  The host (outside the VM) dumps and judges them.
+# registers and stack copies ($1.stack.data; for a guest without frame
+# pointers, with every sample of $1.data instead).  Meanwhile the guest
+# records itself with its own perf and writes that recording to its virtio
+# disk; saved as $1.self.data.  The host (outside the VM) dumps and judges them.
 # $2: the directory of the guest's bzImage and initramfs (default /demo).
 . /tests/l2.sh
 out=$1
@@ -91,8 +92,19 @@ fi
 rm -f /tmp/perf-ctl /tmp/perf-ack
 mkfifo /tmp/perf-ctl /tmp/perf-ack
 exec 3<>/tmp/perf-ctl 4<>/tmp/perf-ack 5<>/tmp/l2-ctl.in
+# A guest built without frame pointers (Debian's x86 kernel: ORC) has its
+# registers and a copy of its stack taken with every sample of the whole
+# window, up to the bytes in $guest/stack (scripts/mkinitramfs.sh), for the
+# host to unwind with the guest's ORC tables (tests/host/check_orc.py).
+stack=
+if [ -r "$guest/stack" ]; then
+	stack=--guest-stack=$(cat "$guest/stack")
+	echo Y > /sys/module/kvm/parameters/guest_stack_copy || exit 1
+	echo "demo: with the guest's registers and stack copies ($stack)"
+fi
+# shellcheck disable=SC2086
 perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
-	-C 0 -g -e "$event" -o /tmp/demo.data &
+	-C 0 -g $stack -e "$event" -o /tmp/demo.data &
 rec=$!
 # Not left running into the next scenario if this one fails.
 trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
@@ -116,6 +128,7 @@ wait $rec
 rc=$?	# perf record ends by raising the SIGINT it caught: 130
 trap - EXIT
 [ $rc = 0 ] || [ $rc = 130 ] || { echo "demo: perf kvm record failed ($rc)"; exit 1; }
+[ -z "$stack" ] || echo N > /sys/module/kvm/parameters/guest_stack_copy
 l2_wait $qemu /tmp/l2.log "save its own recording" 60 'L2: self-record saved'
 size=$(tr -d '\r' < /tmp/l2.log |
 	sed -n 's/^L2: self-record saved (\([0-9]*\) bytes)/\1/p')
@@ -126,8 +139,9 @@ echo "demo: the guest's own recording: $size bytes"
 # hosts, whose KVM provides them: 10 s, with a limit above the two 16 KiB
 # stacks (an IRQ stack and the one it interrupted) a Linux guest's copy can
 # span, so that each copy ends where the guest's stacks do
-# (tests/host/check_stack_copy.py).
-if [ "$(uname -m)" = x86_64 ]; then
+# (tests/host/check_stack_copy.py).  Not for a guest whose main recording
+# has them ($guest/stack).
+if [ "$(uname -m)" = x86_64 ] && [ -z "$stack" ]; then
 	echo Y > /sys/module/kvm/parameters/guest_stack_copy || exit 1
 	perf kvm --guest record -C 0 -g --guest-stack=32768 -e "$event" -o /tmp/stack.data \
 		-- sleep 10 > /tmp/stack.log 2>&1 ||

@@ -2,12 +2,13 @@
 # Sourced by the scenarios that run Linux guests (L2) in the L1 host.
 #
 # l2_start <guest dir> <console log> [QEMU options...]: boot the guest in
-# <guest dir> (bzImage or, on arm64, Image and, if there is one, its
-# command line in cmdline; initramfs.cpio.gz) with QEMU/KVM on the VM's
-# CPU 0, in the background, its console in <console log>; its QEMU's PID
-# in $l2_pid.  io_delay=none: when L2 drives the PIT as its clock event
-# device, the port 0x80 write after each PIT access (an exit to L1 each)
-# took a quarter of its kernel samples.
+# <guest dir> (bzImage or, on arm64, Image; if there is one, its command
+# line in cmdline, which on x86 the timing options below follow;
+# initramfs.cpio.gz) with QEMU/KVM on the VM's CPU 0, in the background,
+# its console in <console log>; its QEMU's PID in $l2_pid.
+# io_delay=none: when L2 drives the PIT as its clock event device, the port
+# 0x80 write after each PIT access (an exit to L1 each) took a quarter of
+# its kernel samples.
 l2_start() {
 	l2_dir=$1 l2_log=$2
 	shift 2
@@ -23,11 +24,13 @@ l2_start() {
 			-append "$l2_append" &
 		;;
 	*)
+		l2_append="console=ttyS0 panic=-1 nokaslr"
+		[ -r "$l2_dir/cmdline" ] && l2_append=$(cat "$l2_dir/cmdline")
 		taskset -c 0 qemu-system-x86_64 -name l2,debug-threads=on \
 			-enable-kvm -cpu qemu64 -m 256M -smp 1 -nodefaults \
 			-no-user-config -display none -monitor none -serial "file:$l2_log" \
 			-no-reboot -kernel "$l2_dir/bzImage" -initrd "$l2_dir/initramfs.cpio.gz" "$@" \
-			-append "console=ttyS0 panic=-1 nokaslr tsc_early_khz=$(sed -n 's/.*tsc_early_khz=\([0-9]*\).*/\1/p' /proc/cmdline) tsc=reliable no_timer_check io_delay=none quiet" &
+			-append "$l2_append tsc_early_khz=$(sed -n 's/.*tsc_early_khz=\([0-9]*\).*/\1/p' /proc/cmdline) tsc=reliable no_timer_check io_delay=none quiet" &
 		;;
 	esac
 	l2_pid=$!
