@@ -58,19 +58,19 @@ def script_chains(path):
 
 def with_script_chains(all_s, times, chains):
     """The samples of samples(dump) (with times from sample_times(dump)),
-    each guest-kernel one with the callchain of script_chains() at its time
-    instead of the recorded one, its guest user part behind the
-    PERF_CONTEXT_GUEST_USER marker; and how many were replaced."""
-    gk, gu = (next(k for k, v in CONTEXTS.items() if v == n) for n in ("GUEST_KERNEL", "GUEST_USER"))
+    each guest-kernel one with the guest kernel part of the callchain of
+    script_chains() at its time instead of the recorded one (perf goes on
+    with the guest user instruction where the unwind reached the guest's
+    user registers: left out, as the recorded chains have no guest user
+    part); and how many were replaced."""
+    gk = next(k for k, v in CONTEXTS.items() if v == "GUEST_KERNEL")
     out, n = [], 0
     for s, t in zip(all_s, times):
         c = chains.get(t)
         if s[0] != MISC_GUEST_KERNEL or not c:
             out.append(s)
             continue
-        kernel = [a for a in c if a >> 63]
-        user = [a for a in c if not a >> 63]
-        out.append(s[:-1] + ([gk] + kernel + ([gu] + user if user else []),))
+        out.append(s[:-1] + ([gk] + [a for a in c if a >> 63],))
         n += 1
     return out, n
 
