@@ -24,9 +24,8 @@ pkgs=(
 	pkgconf libdw-dev libtraceevent-dev python3 python3-dev python3-ply
 	# gdb, for the core of a perf that crashed in the test VM (check_demo.py)
 	gdb
-	# the test VM and the guests inside it; lz4 for scripts/extract-vmlinux
-	# on Debian's x86-64 kernel, whose vmlinuz is LZ4-compressed
-	qemu-system-x86 busybox-static lz4
+	# the test VM and the guests inside it
+	qemu-system-x86 busybox-static
 	# the VMX VM: Bochs (its terminal display, as the one display that
 	# pulls in no GUI toolkit; the VM runs headless on its VNC display),
 	# its BIOSes, and its boot CD (grub-mkrescue)

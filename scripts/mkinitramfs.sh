@@ -7,9 +7,8 @@
 #   mkinitramfs.sh <out.cpio.gz> --l2 <kernel> <l2.cpio.gz> [<kernel> <l2.cpio.gz> [<kernel>]]:
 #	the same, plus QEMU and a Linux guest (L2: the kernel build named
 #	<kernel>, with its System.map) for the demo, a 32-bit one (in
-#	/demo/i386), Debian's own x86-64 cloud kernel with the same
-#	initramfs (in /demo/debian) and, with a seventh argument, the build
-#	it names, a guest kernel without frame pointers (in /demo/orc);
+#	/demo/i386) and, with a seventh argument, the build it names, a
+#	guest kernel without frame pointers (in /demo/orc);
 #   mkinitramfs.sh <out.cpio.gz> --guest: the demo's L2 guest (busybox, its
 #	workload with /bin/l2-work, also kept as build/l2-work for the host's
 #	symbols, and its own perf, build-perf.sh --guest x86_64);
@@ -183,34 +182,6 @@ arm64_debian() {
 	echo "console=ttyAMA0 panic=-1 quiet wb.kallsyms" > "$1/cmdline"
 }
 
-# x86_debian <dir> <initramfs>: Debian's x86-64 cloud kernel (debian_guest),
-# built with ORC and without frame pointers, as <dir>/bzImage, with the x86
-# guest's initramfs, <initramfs>, and its virtio PCI and block drivers (the
-# control console is the second serial port, its 8250 driver built in).
-# Its command line has KASLR on (tests/vm/l2.sh adds the timing options);
-# <dir>/stack asks tests/vm/demo.sh to copy the guest's registers and 16 KiB
-# of stack (a task stack's size) with every sample of its recording, for
-# the host to unwind them with the kernel's ORC tables.  Kept for the
-# host's checks: build/debian-amd64/vmlinuz and the ELF in it,
-# build/debian-amd64/vmlinux, which holds those tables (.orc_unwind_ip,
-# .orc_unwind) and no symbols (tests/host/check_orc.py).
-x86_debian() {
-	local k=$top/build/debian-amd64
-	debian_guest "$1" "$2" amd64 x86_64-linux-gnu virtio/virtio_ring virtio/virtio \
-		virtio/virtio_pci_modern_dev virtio/virtio_pci_legacy_dev virtio/virtio_pci \
-		block/virtio_blk
-	mv "$1/vmlinuz" "$1/bzImage"
-	mkdir -p "$k"
-	cp "$1/bzImage" "$k/vmlinuz"
-	"$top/build/linux/scripts/extract-vmlinux" "$k/vmlinuz" > "$k/vmlinux.new" &&
-		readelf -SW "$k/vmlinux.new" | grep -q ' \.orc_unwind_ip ' &&
-		readelf -SW "$k/vmlinux.new" | grep -q ' \.orc_unwind ' ||
-		{ echo "initramfs: no ELF with ORC tables in $k/vmlinuz (extract-vmlinux)" >&2; exit 1; }
-	mv "$k/vmlinux.new" "$k/vmlinux"
-	echo "console=ttyS0 panic=-1 wb.kallsyms" > "$1/cmdline"
-	echo 16384 > "$1/stack"
-}
-
 # x86_orc <dir> <kernel> <initramfs>: the x86-64 guest kernel built as most
 # distributions build theirs (the build named <kernel>: ORC, no frame
 # pointers, KASLR; configs/guest-orc.config) as <dir>/bzImage, with the x86
@@ -315,7 +286,6 @@ if [ "${2:-}" = --l2 ]; then
 		cp "$(sysmap_of "$5")" "$root/demo/i386/System.map"
 	fi
 	[ $# -ge 7 ] && x86_orc "$root/demo/orc" "$7" "$4"
-	x86_debian "$root/demo/debian" "$4"
 	cp /usr/bin/qemu-system-x86_64 "$root/usr/bin/"
 	cp -rL /usr/share/qemu /usr/share/seabios "$root/usr/share/"
 	cp -r /usr/lib/x86_64-linux-gnu/qemu "$root/usr/lib/x86_64-linux-gnu/"

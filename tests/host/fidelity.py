@@ -199,7 +199,9 @@ class IrqModel:
     address it runs at is primary_entry's, less the offset of the branch
     to it in the Image's header (the second instruction).  symbols (a
     System.map or kallsyms) also bound the entry code (__entry_text_start
-    to __entry_text_end: .entry.text is no output section of its own)."""
+    to __entry_text_end: .entry.text is no output section of its own), and
+    where their _text is not where a vmlinux links it, say how far KASLR
+    moved the code."""
 
     def __init__(self, vmlinux, arch=X86, symbols=None):
         self.arch = arch
@@ -212,6 +214,20 @@ class IrqModel:
         for a, _, n in table:
             syms.setdefault(n, a)
         entry = (syms["__entry_text_start"], syms["__entry_text_end"])
+        if head[:4] == b"\x7fELF" and "_text" in syms:
+            # A kernel that KASLR moved runs its vmlinux's code elsewhere:
+            # at the kallsyms' _text, not at .text's address, where _text
+            # is linked.
+            sections = subprocess.run(["readelf", "-SW", vmlinux], capture_output=True,
+                                      text=True, check=True).stdout
+            m = re.search(r"\] \.text\s+PROGBITS\s+([0-9a-f]+)", sections)
+            slide = syms["_text"] - int(m[1], 16) if m else 0
+            if slide:
+                # objdump moves the code, not its symbols: the functions
+                # are the kallsyms' text symbols, as for an Image.
+                cmd[-1:-1] = [f"--adjust-vma={slide:#x}"]
+                bounds = sorted((a, n) for a, t, n in table
+                                if t in "tTwW" and syms["_stext"] <= a < syms["_etext"])
         if head[:4] != b"\x7fELF":
             branch = int.from_bytes(head[4:8], "little")
             if branch >> 26 != 0b000101 or "primary_entry" not in syms:

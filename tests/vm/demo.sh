@@ -92,10 +92,10 @@ fi
 rm -f /tmp/perf-ctl /tmp/perf-ack
 mkfifo /tmp/perf-ctl /tmp/perf-ack
 exec 3<>/tmp/perf-ctl 4<>/tmp/perf-ack 5<>/tmp/l2-ctl.in
-# A guest built without frame pointers (Debian's x86 kernel: ORC) has its
-# registers and a copy of its stack taken with every sample of the whole
-# window, up to the bytes in $guest/stack (scripts/mkinitramfs.sh), for the
-# host to unwind with the guest's ORC tables (tests/host/check_orc.py).
+# A guest kernel built without frame pointers (ORC) has its registers and
+# a copy of its stack taken with every sample of the whole window, up to
+# the bytes in $guest/stack (scripts/mkinitramfs.sh), for perf to unwind
+# with the guest's ORC tables (tests/host/check_demo.sh).
 stack=
 if [ -r "$guest/stack" ]; then
 	stack=--guest-stack=$(cat "$guest/stack")
