@@ -38,10 +38,24 @@ perf_dump "$res/$name.self.data" "$self" ||
 stack=$res/$name.stack.D limit=32768 orc=()
 if orc_of "$vmlinux"; then
 	stack=$res/$name.D limit=16384
+	t0=$(date +%s%N)
 	"$top/build/perf/perf" kvm --guest --guestkallsyms="$map" --guest-orc="$vmlinux" \
 		-i "$res/$name.data" script -F time,ip --ns > "$res/$name.orc" 2> "$res/$name.orc.err" ||
 		tap_not_ok "$name: perf kvm --guest-orc script: $(tail -1 "$res/$name.orc.err")"
 	orc=(--orc-chains="$res/$name.orc")
+	# What the copies cost offline, against the recorded chains of the
+	# same recording, side by side: perf script's time, and the bytes
+	# recorded per sample.
+	t1=$(date +%s%N)
+	"$top/build/perf/perf" kvm --guest --guestkallsyms="$map" \
+		-i "$res/$name.data" script -F time,ip --ns > /dev/null 2>&1
+	t2=$(date +%s%N)
+	n=$(grep -c PERF_RECORD_SAMPLE "$res/$name.D")
+	awk -v n="$n" -v a=$((t1 - t0)) -v b=$((t2 - t1)) -v size="$(stat -c %s "$res/$name.data")" \
+		-v name="$name" 'BEGIN { printf "# %s: offline: perf script with --guest-orc %.1f s, " \
+		"with the recorded chains %.1f s (%.2f times), %.0f samples/s; %.0f bytes per " \
+		"sample (%d samples)\n", name, a / 1e9, b / 1e9, a / b, n / (a / 1e9), size / n, n }'
+
 fi
 # check_demo.py's optional arguments: the architecture, and the tag.
 opt=(${arch:+"$arch"})
