@@ -284,6 +284,9 @@ if [ "${2:-}" = --l2 ]; then
 		cp "$(image_of "$5")" "$root/demo/i386/$(basename "$(image_of "$5")")"
 		cp "$6" "$root/demo/i386/initramfs.cpio.gz"
 		cp "$(sysmap_of "$5")" "$root/demo/i386/System.map"
+		# Its fidelity window, in s (tests/vm/demo.sh; README,
+		# "Fidelity"): twice the others'.
+		echo 80 > "$root/demo/i386/window"
 	fi
 	[ $# -ge 7 ] && x86_orc "$root/demo/orc" "$7" "$4"
 	cp /usr/bin/qemu-system-x86_64 "$root/usr/bin/"
