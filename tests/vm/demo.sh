@@ -80,8 +80,9 @@ fi
 # The guest records itself, the host the same interval: from the
 # guest's line that opens it, 40 s of the host's time, or the seconds
 # in $guest/window (scripts/mkinitramfs.sh: 80 for the i386 guest, whose
-# own profile is the noisier); then the host tells the guest to close it.  perf takes seconds to start here, so
-# the host's recording starts before, with its events off (-D -1), and
+# own profile is the noisier); then the host tells the guest to close
+# it.  perf takes seconds to start here, so the host's recording starts
+# before, with its events off (-D -1), and
 # its control FIFO turns them on and off; perf acks each command on
 # the other FIFO, the first (ping) once it has started.  Only then
 # does the guest start its perf ('go'): a guest that opened its window
