@@ -31,8 +31,10 @@ anywhere the guest runs.  So, in both profiles alike:
               an sti, say) and they are left out; a held-off interrupt
               lands once, however long it was held, so one run of them
               counts there at most as many times as the host samples in
-              one of the guest's sampling periods (Arch.held_cap), the
-              rest left out as irq-capped;
+              one of the guest's sampling periods (held_cap: the
+              host's sampling frequency over the guest's, as the two
+              recordings' attributes give them), the rest left out as
+              irq-capped;
   irq-enable  samples at the points where a held-off interrupt lands
               (after an sti and its shadow, after a popf, after the
               arm64 instructions that unmask interrupts, and for the i386
@@ -136,12 +138,10 @@ class Arch:
                       ret_from_fork, and the interrupt and exception entries
                       (a chain ends at one only where the interrupted context
                       was user mode: it goes on past the others);
-    and held_cap: how many of one run of held samples count where the
-    guest's held-off interrupt lands (see Profile.add()), None for all."""
+    """
 
-    def __init__(self, objdump, kind, shadow, held_cap=None, **names):
+    def __init__(self, objdump, kind, shadow, **names):
         self.objdump, self.kind, self.shadow = objdump, kind, shadow
-        self.held_cap = held_cap
         for key, match in names.items():
             setattr(self, key, match)
         self.entry = lambda n: bool(self.interrupt(n) or self.exception(n))
@@ -156,16 +156,8 @@ class Arch:
 # SYSENTER syscall returns with 'sti; sysexit' (its vDSO's landing pad,
 # vdso_landing_points()), its device interrupts switch stacks in
 # __handle_irq, and its exceptions share handle_exception.
-# held_cap on x86: the host records at perf's default 4000 Hz, the guest
-# itself at 1000 Hz (tests/demo/l2-init*), so 4 host samples to one guest
-# period.  Measured on four i386 recordings (README, "The i386 guest's
-# window doubled"): the host moved 2.03 held samples per guest sample to
-# kernel contexts, 0.90 to user mode, because the guest's own sampling
-# interrupt runs longer when it interrupted its kernel; capped, the i386
-# overlap went from 0.855-0.887 to 0.876-0.916, the 64-bit one from 0.92 to
-# 0.93.  Not set for arm64, whose recordings have not been judged with it.
 X86 = Arch(
-    "objdump", x86_kind, 1, 4,
+    "objdump", x86_kind, 1,
     entered_off=prefixes("asm_", "entry_SYSCALL_64", "entry_SYSENTER_32", "entry_INT80_32",
                          "handle_exception", "common_interrupt_return",
                          "restore_all_switch_stack", "native_irq_return_iret", "sync_regs",
@@ -645,8 +637,10 @@ def returned(where, stack, names, arch):
 class Profile:
     """One side's folded stacks, and its kernel chains (names, leaf first)."""
 
-    def __init__(self, samples, kmode, umode, marker, sym, model, points, user_points):
+    def __init__(self, samples, kmode, umode, marker, sym, model, points, user_points,
+                 held_cap=None):
         self.arch = model.arch
+        self.held_cap = held_cap
         self.stacks = collections.Counter()
         # The same with the samples at a function's first instruction.
         self.with_entry = collections.Counter()
@@ -709,7 +703,7 @@ class Profile:
         self.dropped["irq-off"] += len(self.held) - len(back)
         self.held = []
         # The guest's interrupt, held off all along, lands there once.
-        cap = self.arch.held_cap
+        cap = self.held_cap
         if cap is not None and len(back) > cap:
             self.dropped["irq-capped"] += len(back) - cap
             back = back[:cap]
@@ -807,20 +801,36 @@ def vdso_landing_points(dump, vdso):
     return {b + pad for b in bases}
 
 
+def held_cap(host_freq, guest_freq):
+    """How many host samples one guest sampling period holds: the two
+    recordings' sampling frequencies (Hz, sample_freq()) divided, at least
+    1; None (no cap) if either is unknown.  On x86 the host records at
+    perf's default 4000 Hz, the guest itself at 1000 Hz
+    (tests/demo/l2-init*): 4.  Measured on four i386 recordings (README,
+    "The i386 guest's window doubled"): the host moved 2.03 held samples
+    per guest sample to kernel contexts, 0.90 to user mode, because the
+    guest's own sampling interrupt runs longer when it interrupted its
+    kernel; capped at 4, the i386 overlap went from 0.855-0.887 to
+    0.876-0.916, the 64-bit one from 0.92 to 0.93."""
+    if not host_freq or not guest_freq:
+        return None
+    return max(1, host_freq // guest_freq)
+
+
 def fidelity(check, tag, host_samples, guest_samples, sym, mode_misc, vmlinux,
-             user_points=frozenset(), arch=X86, symbols=None):
+             user_points=frozenset(), arch=X86, symbols=None, cap=None):
     """Print and check the fidelity line of one guest.  mode_misc: the
     cpumodes (MISC_*) of the host's guest-kernel and guest-user samples and
     of the guest's own kernel and user samples; user_points: the guest user
     addresses where a held-off interrupt lands (vdso_landing_points());
-    arch, vmlinux and symbols: see IrqModel."""
+    arch, vmlinux and symbols: see IrqModel; cap: see held_cap()."""
     hk, hu, gk, gu = mode_misc
     model = IrqModel(vmlinux, arch, symbols)
     points = model.enable_points()
     host = Profile(host_samples, hk, hu, MARKER["GUEST_KERNEL"], sym, model, points,
-                   user_points)
+                   user_points, cap)
     guest = Profile(guest_samples, gk, gu, MARKER["KERNEL"], sym, model, points,
-                    user_points)
+                    user_points, cap)
     both = overlap(host.stacks, guest.stacks)
     # What sampling noise alone costs: the guest's profile against itself,
     # its odd samples against its even ones.

@@ -3,7 +3,9 @@
 perf_dump), and kernel symbols from a System.map, for the host-side
 checks."""
 import bisect
+import os
 import re
+import subprocess
 
 # The context markers of include/uapi/linux/perf_event.h, as u64.
 CONTEXTS = {
@@ -17,6 +19,9 @@ _HEAD = re.compile(r"PERF_RECORD_SAMPLE\(IP, (0x[0-9a-f]+)\): (-?\d+)/\S+: (0x[0
 _TIME = re.compile(r"^\d+ (\d+) 0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_SAMPLE\(")
 _CONV = re.compile(r"^\.\.\. Time (Shift|Muliplier|Zero)\s+(\d+)$")
 _ENTRY = re.compile(r"\.\.\.\.\.\s+\d+: ([0-9a-f]+)$")
+_FREQ = re.compile(r"\{ sample_period, sample_freq \}: (\d+),.* freq: 1,")
+# This checkout's perf, which made the dumps (lib.sh's perf_dump).
+PERF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../build/perf/perf")
 
 
 def samples(dump, pid=False):
@@ -79,6 +84,17 @@ def sample_times(dump):
     """The timestamps of the samples that samples(dump) yields, in order."""
     with open(dump, errors="replace") as f:
         return [int(m.group(1)) for m in map(_TIME.match, f) if m]
+
+
+def sample_freq(data):
+    """The sampling frequency (Hz) of a recording's first event sampled by
+    frequency, from its attributes ('perf evlist -v'), or None."""
+    try:
+        out = subprocess.run([PERF, "evlist", "-v", "-i", data], capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return next((int(m.group(1)) for m in map(_FREQ.search, out.splitlines()) if m), None)
 
 
 def tsc_of(dump):

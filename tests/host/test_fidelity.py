@@ -10,7 +10,7 @@ tests/lib/tap.sh writes them."""
 
 import sys
 
-from fidelity import ARM64, MARKER, X86, IrqModel, Profile
+from fidelity import ARM64, MARKER, X86, IrqModel, Profile, held_cap
 
 
 # An out-of-line arch_local_irq_save(), as Debian's arm64 kernel builds it.
@@ -64,8 +64,9 @@ CASES = [
 
 def held_once():
     """Six samples in the guest's interrupt handler, which interrupted
-    user mode, then one in user mode: on x86 (held_cap 4) four of the six
-    count in user mode, two are left out as irq-capped."""
+    user mode, then one in user mode: with the host at 4000 Hz and the guest
+    at 1000 Hz (held_cap 4), four of the six count in user mode, two are
+    left out as irq-capped."""
     funcs = {"asm_common_interrupt": [(0x100, "call", "handler", 0x200),
                                       (0x104, "ret", None, None)],
              "handler": [(0x200, None, None, None), (0x204, "ret", None, None)]}
@@ -73,7 +74,7 @@ def held_once():
     names = {0x104: "asm_common_interrupt", 0x200: "handler"}
     kernel = (4, 0x200, [MARKER["GUEST_KERNEL"], 0x200, 0x104])
     p = Profile([kernel] * 6 + [(5, 0x1000, [])], 4, 5, MARKER["GUEST_KERNEL"],
-                names.get, model, set(), frozenset())
+                names.get, model, set(), frozenset(), held_cap(4000, 1000))
     got = (p.stacks["[user]"], p.dropped["irq-return"], p.dropped["irq-capped"])
     return got == (5, 4, 2), f"got {got}, want (5, 4, 2)"
 

@@ -16,6 +16,19 @@ guest=${2:-/demo}
 # names (the arm64 VMs' cycles, the PMU's overflow interrupt).
 event=$(sed -n 's/.*wb\.event=\([^ ]*\).*/\1/p' /proc/cmdline)
 [ -n "$event" ] || event=cpu-clock
+# The host's sampling rate: perf's default, or the one the command line's
+# wb.freq names, pinned.  The arm64 VMs' PMU interrupt, emulated, takes
+# 0.1-0.4 ms, so the kernel lowers perf_event_max_sample_rate in each
+# scenario that samples (to 250-500 Hz by the end of hostile), and the
+# host's rate depended on what ran before (README, "The arm64 host's
+# sampling rate pinned").  Rate first: it cannot be written with the
+# throttling off.
+freq=$(sed -n 's/.*wb\.freq=\([0-9]*\).*/\1/p' /proc/cmdline)
+if [ -n "$freq" ]; then
+	echo "$freq" > /proc/sys/kernel/perf_event_max_sample_rate &&
+		echo 0 > /proc/sys/kernel/perf_cpu_time_max_percent || exit 1
+	echo "demo: the host samples at $freq Hz, the kernel's throttling off"
+fi
 echo Y > /sys/module/kvm/parameters/guest_callchains || exit 1
 start=$(date +%s)
 # L2 runs on the VM's CPU 0 and is recorded there: 'perf kvm record -a'
@@ -109,7 +122,7 @@ if [ -r "$guest/stack" ]; then
 fi
 # shellcheck disable=SC2086
 perf kvm --guest record -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
-	-C 0 -g $stack -e "$event" -o /tmp/demo.data &
+	-C 0 -g $stack -e "$event" ${freq:+-F $freq} -o /tmp/demo.data &
 rec=$!
 # Not left running into the next scenario if this one fails.
 trap 'kill -INT $rec 2>/dev/null; wait $rec' EXIT
