@@ -38,6 +38,14 @@
  *    sampler's page walk reads x86 page tables.
  * 4. maxrate: kernel.perf_event_max_sample_rate before and after a run at
  *    sample_freq=100000, with and without guest callchains.
+ * 5. copy: a copy of the guest's registers and stack with each sample
+ *    (PERF_SAMPLE_REGS_GUEST and PERF_SAMPLE_STACK_GUEST, kvm.guest_stack_copy=Y,
+ *    what 'perf record --guest-stack' asks for, for guests without frame
+ *    pointers) against the frame-pointer walk (PERF_SAMPLE_CALLCHAIN): the
+ *    cost of each per sample, over a sample with neither, and the bytes
+ *    each sample takes in the ring buffer, at D=16 with the chain on one
+ *    stack page and spread over several.  x86 only: arm64 KVM provides no
+ *    stack copies.
  *
  * In sections 2 and 3 the variants of one repetition (no sampling, perf
  * without and with callchains, the VMM sampler) take turns in short slices
@@ -47,7 +55,7 @@
  * tests/host/bench_report.py.
  *
  * usage: guest_bench [-r reps] [-w slice_ms] [-n slices] [-s sections] [-v]
- *	sections: any of "1234" (default all)
+ *	sections: any of "12345" (default all)
  */
 #include <errno.h>
 #include <math.h>
@@ -67,17 +75,23 @@
 #include <linux/perf_event.h>
 #include <linux/sizes.h>
 
+#ifdef __x86_64__
+#include <asm/perf_regs.h>
+#endif
+
 #include "test_util.h"
 #include "kvm_util.h"
 #include "processor.h"
 #include "wb.h"
 
 #define MAX_RATE_PATH		"/proc/sys/kernel/perf_event_max_sample_rate"
+#define STACK_KNOB_PATH		"/sys/module/kvm/parameters/guest_stack_copy"
 #define CPU_TIME_PATH		"/proc/sys/kernel/perf_cpu_time_max_percent"
 
 #define STACK_PAGES		40	/* of 4 KiB; D=64 spread needs about 17 */
 #define STACK_GVA		0x40000000ul
 #define RING_DATA_PAGES		1024	/* 4 MiB: a whole window, never drained during it */
+#define RING_COPY_DATA_PAGES	16384	/* 64 MiB, the same with stack copies */
 #define PERIOD_NS		100000	/* 10 kHz for sections 1 and 2 */
 
 #ifdef __aarch64__
@@ -97,7 +111,7 @@
 #define BENCH_EVENT_CONFIG	PERF_COUNT_SW_CPU_CLOCK
 #define BENCH_EVENT		"cpu-clock"
 #define BENCH_PERIOD_UNIT	"ns"
-#define BENCH_SECTIONS		"1234"
+#define BENCH_SECTIONS		"12345"
 #define BENCH_SLICES		10
 #endif
 #define WARMUP_US		20000
@@ -612,6 +626,7 @@ static bool vstat(struct target *t, const char *name, uint64_t *val)
 struct pcfg {
 	bool guest;		/* target is a vCPU thread */
 	bool callchain;
+	uint32_t stack;		/* bytes of guest stack copied with the guest's registers, or 0 */
 	uint64_t period_ns;	/* or */
 	uint64_t freq;
 };
@@ -621,6 +636,7 @@ struct wres {
 	double rate;		/* iterations per second */
 	double srate;		/* samples per second */
 	uint64_t samples, guest, lost, throttled;
+	uint64_t bytes;		/* of the samples in the ring, headers included */
 };
 
 static void ring_open(struct wb_ring *r, pid_t tid, const struct pcfg *c)
@@ -644,7 +660,18 @@ static void ring_open(struct wb_ring *r, pid_t tid, const struct pcfg *c)
 	} else {
 		attr.sample_period = c->period_ns;
 	}
-	wb_ring_open(r, &attr, tid, RING_DATA_PAGES);
+#ifdef __x86_64__
+	if (c->stack) {
+		attr.sample_type |= PERF_SAMPLE_REGS_GUEST | PERF_SAMPLE_STACK_GUEST;
+		/* What perf record --guest-stack asks for: its x86-64 PERF_REGS_MASK. */
+		attr.sample_regs_guest = ((1ull << PERF_REG_X86_64_MAX) - 1) &
+					 ~(BIT_ULL(PERF_REG_X86_DS) | BIT_ULL(PERF_REG_X86_ES) |
+					   BIT_ULL(PERF_REG_X86_FS) | BIT_ULL(PERF_REG_X86_GS));
+		attr.sample_stack_guest = c->stack;
+	}
+#endif
+	/* A whole window of stack copies: 3000 samples of up to 16 KiB. */
+	wb_ring_open(r, &attr, tid, c->stack ? RING_COPY_DATA_PAGES : RING_DATA_PAGES);
 }
 
 struct drain {
@@ -662,6 +689,7 @@ static void bench_record(void *arg, const struct perf_event_header *hdr, const u
 	switch (hdr->type) {
 	case PERF_RECORD_SAMPLE:
 		w->samples++;
+		w->bytes += hdr->size;
 		mode = hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 		if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER)
 			w->guest++;
@@ -1284,6 +1312,94 @@ static void section_maxrate(void)
 	guest_destroy(g);
 }
 
+/* Section 5: stack copies against the frame-pointer walk. */
+#ifdef __x86_64__
+#define COPY_DEPTH		16
+#define COPY_BYTES		16384	/* the demo's ORC guest's limit, a task stack's size */
+
+static void section_copy(void)
+{
+	static const struct {
+		const char *name;
+		int layout;
+	} cfgs[] = {
+		{ "onepage", LAYOUT_ONEPAGE },
+		{ "spread", LAYOUT_SPREAD },
+	};
+	static double fp_us[64], copy_us[64], ratio[64], fp_b[64], copy_b[64], none_b[64];
+	long knob0;
+	int ci, i;
+
+	printf("\n== 5. Stack copies against the frame-pointer walk: guest, D=%d, %s period %d %s, limit %d bytes, %d reps of %d x %d ms slices per variant ==\n",
+	       COPY_DEPTH, BENCH_EVENT, PERIOD_NS, BENCH_PERIOD_UNIT, COPY_BYTES, reps, slices,
+	       slice_us / 1000);
+	if (access(STACK_KNOB_PATH, F_OK)) {
+		printf("not measured: no %s: this kernel has no guest stack copies\n",
+		       STACK_KNOB_PATH);
+		printf("BENCH copy missing=1\n");
+		return;
+	}
+	knob0 = wb_read_long(STACK_KNOB_PATH);
+	TEST_ASSERT(wb_write_file(STACK_KNOB_PATH, "Y"), "cannot write Y to %s", STACK_KNOB_PATH);
+	printf("%-8s | %-24s %-24s %-22s | %s\n", "layout", "FP walk us/sample (TCG)",
+	       "copy us/sample (TCG)", "copy / FP walk cost", "bytes/sample: none, FP, copy");
+	for (ci = 0; ci < ARRAY_SIZE(cfgs); ci++) {
+		struct wcfg n = { .mode = S_NONE };
+		struct wcfg p = { .mode = S_PERF, .p = { .guest = true, .period_ns = PERIOD_NS } };
+		struct wcfg fp = p, copy = p;
+		struct wb_chainchk chk = {};
+		struct wb_spread sf, sc, sr, sbn, sbf, sbc;
+		struct target *t = guest_create(COPY_DEPTH, cfgs[ci].layout, false);
+
+		target_prime(t, &chk);
+		fp.p.callchain = true;
+		fp.chk = &chk;
+		copy.p.stack = COPY_BYTES;
+		for (i = 0; i < reps; i++) {
+			struct wcfg v[] = { n, p, fp, copy };
+			struct wres r[4];
+
+			run_cycle(t, v, 4, slices, slice_us, r);
+			fp_us[i] = (cost_per_sample(&r[0], &r[2]) - cost_per_sample(&r[0], &r[1])) * 1e6;
+			copy_us[i] = (cost_per_sample(&r[0], &r[3]) - cost_per_sample(&r[0], &r[1])) * 1e6;
+			ratio[i] = fp_us[i] > 0 ? copy_us[i] / fp_us[i] : NAN;
+			/* Per sample in the ring: samples less the lost ones. */
+			none_b[i] = r[1].samples > r[1].lost ?
+				    (double)r[1].bytes / (r[1].samples - r[1].lost) : 0;
+			fp_b[i] = r[2].samples > r[2].lost ?
+				  (double)r[2].bytes / (r[2].samples - r[2].lost) : 0;
+			copy_b[i] = r[3].samples > r[3].lost ?
+				    (double)r[3].bytes / (r[3].samples - r[3].lost) : 0;
+			printf("BENCH copy_rep layout=%s depth=%d rep=%d fp_us=%.3f copy_us=%.3f ratio=%.3f none_bytes=%.1f fp_bytes=%.1f copy_bytes=%.1f lost=%lu,%lu,%lu throttled=%lu,%lu,%lu it=%.0f,%.0f,%.0f,%.0f smp=%.0f,%.0f,%.0f\n",
+			       cfgs[ci].name, COPY_DEPTH, i, fp_us[i], copy_us[i], ratio[i],
+			       none_b[i], fp_b[i], copy_b[i], r[1].lost, r[2].lost, r[3].lost,
+			       r[1].throttled, r[2].throttled, r[3].throttled,
+			       r[0].rate, r[1].rate, r[2].rate, r[3].rate,
+			       r[1].srate, r[2].srate, r[3].srate);
+		}
+		sf = wb_spread_of(fp_us, reps);
+		sc = wb_spread_of(copy_us, reps);
+		sr = wb_spread_of(ratio, reps);
+		sbn = wb_spread_of(none_b, reps);
+		sbf = wb_spread_of(fp_b, reps);
+		sbc = wb_spread_of(copy_b, reps);
+		printf("%-8s | %6.2f [%6.2f-%6.2f]     %6.2f [%6.2f-%6.2f]     %5.2f [%5.2f-%5.2f]    | %.0f, %.0f, %.0f\n",
+		       cfgs[ci].name, sf.med, sf.min, sf.max, sc.med, sc.min, sc.max,
+		       sr.med, sr.min, sr.max, sbn.med, sbf.med, sbc.med);
+		printf("BENCH copy layout=%s depth=%d limit=%d reps=%d valid=%d ratio_med=%.3f ratio_min=%.3f ratio_max=%.3f fp_us_med=%.3f copy_us_med=%.3f none_bytes_med=%.1f fp_bytes_med=%.1f copy_bytes_med=%.1f fp_exact=%lu fp_inloop=%lu\n",
+		       cfgs[ci].name, COPY_DEPTH, COPY_BYTES, reps, sr.n, sr.med, sr.min, sr.max,
+		       sf.med, sc.med, sbn.med, sbf.med, sbc.med, chk.exact, chk.inloop);
+		guest_destroy(t);
+	}
+	wb_write_file(STACK_KNOB_PATH, knob0 ? "Y" : "N");
+}
+#else
+static void section_copy(void)
+{
+	printf("\n== 5. Stack copies against the frame-pointer walk: not on arm64 (its KVM provides no stack copies) ==\n");
+}
+#endif
+
 /*
  * perf_cpu_time_max_percent as it was, restored at exit too (a failed
  * assertion exits): while it is 0, the kernel refuses writes to
@@ -1327,7 +1443,7 @@ int main(int argc, char *argv[])
 			verbose = true;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-r reps] [-w slice_ms] [-n slices] [-s 1234] [-v]\n",
+			fprintf(stderr, "usage: %s [-r reps] [-w slice_ms] [-n slices] [-s 12345] [-v]\n",
 				argv[0]);
 			return 2;
 		}
@@ -1354,11 +1470,11 @@ int main(int argc, char *argv[])
 
 	timer_init();
 	/*
-	 * Sections 1-3 sample at fixed rates: keep the kernel from lowering
-	 * perf_event_max_sample_rate under them, and from throttling their
-	 * events, as it does for PMU interrupts that take long (arm64 under
-	 * TCG: tens of microseconds each).  Section 4 measures exactly that,
-	 * with the limit as it was.
+	 * Sections 1-3 and 5 sample at fixed rates: keep the kernel from
+	 * lowering perf_event_max_sample_rate under them, and from throttling
+	 * their events, as it does for PMU interrupts that take long (arm64
+	 * under TCG: tens of microseconds each).  Section 4 measures exactly
+	 * that, with the limit as it was.
 	 */
 	cpu_time0 = wb_read_long(CPU_TIME_PATH);
 	atexit(cpu_time_restore);
@@ -1370,6 +1486,8 @@ int main(int argc, char *argv[])
 		section_cost();
 	if (strchr(sections, '3'))
 		section_sampler();
+	if (strchr(sections, '5'))
+		section_copy();
 	cpu_time_restore();
 	if (strchr(sections, '4'))
 		section_maxrate();

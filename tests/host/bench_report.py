@@ -6,8 +6,9 @@ usage: bench_report.py <bench.log or bench.txt> [...]
 
 Prints the README's tables: loads per frame against the 2023 v2 design, the
 guest/host unwind cost ratio per depth, the kernel against a sampler in the
-VMM, and the sample rate perf settles at.  Only ratios are meaningful under
-QEMU TCG; every ratio is the median [min-max] over the repetitions.
+VMM, the sample rate perf settles at, and stack copies against the
+frame-pointer walk.  Only ratios are meaningful under QEMU TCG; every ratio
+is the median [min-max] over the repetitions.
 """
 import math
 import sys
@@ -213,6 +214,33 @@ def table_maxrate(recs, out):
     out.append("")
 
 
+def table_copy(recs, out):
+    rows = [kv for t, kv in recs if t == "copy" and kv.get("missing") != "1"]
+    if any(t == "copy" and kv.get("missing") == "1" for t, kv in recs):
+        out.append("### Stack copies against the frame-pointer walk\n")
+        out.append("Not measured: this kernel has no `kvm.guest_stack_copy`.\n")
+    if not rows:
+        return
+    kv0 = rows[0]
+    out.append("### Stack copies against the frame-pointer walk\n")
+    out.append("A guest sample with the guest's registers and a copy of its stack "
+               "(`PERF_SAMPLE_REGS_GUEST` and `PERF_SAMPLE_STACK_GUEST`, as `perf record "
+               f"--guest-stack={kv0.get('limit')}` asks, for guests without frame pointers) "
+               "against one with the frame-pointer walk (`PERF_SAMPLE_CALLCHAIN`): the cost "
+               "per sample of each over a sample with neither, and the bytes a sample takes "
+               f"in the ring buffer; D = {kv0.get('depth')}, the stack copied from the guest's "
+               "stack pointer up to the unmapped page above the stack or the limit; median "
+               f"[min–max] over {kv0.get('reps')} repetitions.\n")
+    out.append("| chain | copy / walk cost per sample | bytes per sample: no chain, walk, copy |")
+    out.append("|---|---|---|")
+    names = {"onepage": "on one stack page", "spread": "spread over several (1 KiB frames)"}
+    for kv in rows:
+        out.append(f"| {names.get(kv.get('layout'), kv.get('layout'))} | {spread(kv, 'ratio')} | "
+                   f"{num(kv.get('none_bytes_med'), 0):.0f}, {num(kv.get('fp_bytes_med'), 0):.0f}, "
+                   f"{num(kv.get('copy_bytes_med'), 0):.0f} |")
+    out.append("")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -235,6 +263,7 @@ def main():
     table_cost(recs, out)
     table_sampler(recs, out)
     table_maxrate(recs, out)
+    table_copy(recs, out)
     print("\n".join(out).rstrip())
 
 
