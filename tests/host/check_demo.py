@@ -361,6 +361,8 @@ def main():
         # held-off guest interrupt lands.
         freqs = [sample_freq(os.path.splitext(d)[0] + ".data") for d in (dump, self_dump)]
         cap = held_cap(*freqs)
+        check(cap is not None, f"{tag}: fidelity: both recordings sampled by frequency "
+                               f"(perf evlist -v: host {freqs[0]}, guest {freqs[1]} Hz)")
         print(f"# {tag}: fidelity: sampling at {freqs[0]} Hz (host) and {freqs[1]} Hz "
               f"(guest): at most {cap} held samples count where one lands")
         fidelity(check, tag, host_s, own, sym,

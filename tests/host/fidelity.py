@@ -137,8 +137,7 @@ class Arch:
       bottom          the true bottoms of a kernel stack: the syscall entries,
                       ret_from_fork, and the interrupt and exception entries
                       (a chain ends at one only where the interrupted context
-                      was user mode: it goes on past the others);
-    """
+                      was user mode: it goes on past the others)."""
 
     def __init__(self, objdump, kind, shadow, **names):
         self.objdump, self.kind, self.shadow = objdump, kind, shadow
